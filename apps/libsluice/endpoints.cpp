@@ -1,0 +1,54 @@
+#include "apps/libsluice/endpoints.hpp"
+
+#include "engine/uri.hpp"
+#include "storage/file_destination.hpp"
+#include "storage/file_source.hpp"
+#include "storage/null_destination.hpp"
+
+namespace sluice {
+
+namespace {
+
+tl::unexpected<Error> unsupported(std::string_view uri, std::string_view role) {
+  return fail(std::errc::invalid_argument,
+              "unsupported " + std::string(role) + " '" + std::string(uri) + "'");
+}
+
+}  // namespace
+
+std::string local_path(std::string_view text) {
+  if (!has_scheme(text)) return std::string(text);
+  auto uri = parse_uri(text);
+  if (uri && uri->scheme == "file") return uri->path;
+  return {};
+}
+
+awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
+                                                       const EndpointOptions& options) {
+  auto ex = co_await asio::this_coro::executor;
+  if (std::string path = local_path(text); !path.empty()) {
+    auto source = FileSource::open(ex, path, options.file);
+    if (!source) co_return tl::unexpected(source.error());
+    co_return std::unique_ptr<Source>(std::move(*source));
+  }
+  auto uri = parse_uri(text);
+  if (!uri) co_return tl::unexpected(uri.error());
+  co_return unsupported(text, "source");
+}
+
+awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_view text,
+                                                                 std::uint64_t size,
+                                                                 const EndpointOptions& options) {
+  auto ex = co_await asio::this_coro::executor;
+  if (std::string path = local_path(text); !path.empty()) {
+    auto destination = FileDestination::open(ex, path, size, options.file);
+    if (!destination) co_return tl::unexpected(destination.error());
+    co_return std::unique_ptr<Destination>(std::move(*destination));
+  }
+  auto uri = parse_uri(text);
+  if (!uri) co_return tl::unexpected(uri.error());
+  if (uri->scheme == "null") co_return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
+  co_return unsupported(text, "destination");
+}
+
+}  // namespace sluice

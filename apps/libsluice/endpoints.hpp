@@ -1,0 +1,30 @@
+// From a URI (or a plain path) to a Source or Destination of the right kind.
+//
+//   /path, file:///path     a raw image in a file or on a block device
+//   null:                   (destination) discard everything
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "apps/libsluice/endpoint_options.hpp"
+#include "engine/asio.hpp"
+#include "engine/destination.hpp"
+#include "engine/error.hpp"
+#include "engine/source.hpp"
+
+namespace sluice {
+
+awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view uri,
+                                                       const EndpointOptions& options);
+
+// `size` is the source's size: the destination must hold that many bytes.
+awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_view uri,
+                                                                 std::uint64_t size,
+                                                                 const EndpointOptions& options);
+
+// For a local file endpoint, its path; empty for anything else.
+std::string local_path(std::string_view uri);
+
+}  // namespace sluice

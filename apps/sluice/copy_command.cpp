@@ -1,0 +1,185 @@
+#include "apps/sluice/copy_command.hpp"
+
+#include <getopt.h>
+#include <unistd.h>
+
+#include <asio/signal_set.hpp>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "apps/libsluice/sluice.hpp"
+#include "apps/sluice/progress_reporter.hpp"
+#include "apps/sluice/stats_json.hpp"
+#include "apps/sluice/usage_error.hpp"
+
+namespace sluice::cli {
+
+void copy_usage() {
+  std::fputs(
+      "usage: sluice copy [options] SOURCE DESTINATION\n"
+      "\n"
+      "SOURCE and DESTINATION: a path or file:///path (regular file or block device);\n"
+      "DESTINATION may also be null: (read the source, keep nothing).\n"
+      "\n"
+      "  --depth N             requests in flight (default 8)\n"
+      "  --request-size SIZE   bytes per request, e.g. 256k, 2M (default 2M)\n"
+      "  --sparse=SIZE         zero-detection granularity in read data; 0 turns it off\n"
+      "                        (default 4k)\n"
+      "  --prezeroed, --destination-is-zero\n"
+      "                        the destination already reads as zeros: skip zero ranges\n"
+      "  --allocated           zeroed ranges stay allocated (no holes)\n"
+      "  --direct              O_DIRECT for local files (bypass the page cache)\n"
+      "  --no-flush            do not flush the destination at the end\n"
+      "  --progress[=bar|json|xapi]\n"
+      "                        bar (stderr, default on a terminal), json lines (stderr),\n"
+      "                        or xen-api's 000..100 digits on stdout\n"
+      "  --stats               print a JSON summary at the end (stdout; stderr with\n"
+      "                        --progress=xapi)\n"
+      "\n"
+      "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
+      "2 on a usage error.\n",
+      stdout);
+}
+
+namespace {
+
+enum Option {
+  opt_depth = 256,
+  opt_request_size,
+  opt_sparse,
+  opt_prezeroed,
+  opt_allocated,
+  opt_direct,
+  opt_no_flush,
+  opt_progress,
+  opt_stats,
+  opt_help,
+};
+
+std::uint64_t size_argument(const char* name, const char* text) {
+  auto value = parse_size(text);
+  if (!value) throw UsageError(std::string("--") + name + ": " + value.error().message);
+  return *value;
+}
+
+struct CopyRequest {
+  std::string source;
+  std::string destination;
+  EndpointOptions endpoints;
+  CopyOptions copy;
+  std::optional<ProgressStyle> progress;
+  bool stats = false;
+};
+
+CopyRequest parse(int argc, char** argv) {
+  static const struct option options[] = {
+      {"depth", required_argument, nullptr, opt_depth},
+      {"request-size", required_argument, nullptr, opt_request_size},
+      {"sparse", required_argument, nullptr, opt_sparse},
+      {"prezeroed", no_argument, nullptr, opt_prezeroed},
+      {"destination-is-zero", no_argument, nullptr, opt_prezeroed},
+      {"target-is-zero", no_argument, nullptr, opt_prezeroed},
+      {"allocated", no_argument, nullptr, opt_allocated},
+      {"direct", no_argument, nullptr, opt_direct},
+      {"no-flush", no_argument, nullptr, opt_no_flush},
+      {"progress", optional_argument, nullptr, opt_progress},
+      {"stats", no_argument, nullptr, opt_stats},
+      {"help", no_argument, nullptr, opt_help},
+      {nullptr, 0, nullptr, 0},
+  };
+  CopyRequest request;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+h", options, nullptr)) != -1) {
+    switch (c) {
+      case opt_depth: {
+        auto depth = size_argument("depth", optarg);
+        if (depth == 0 || depth > 1024) throw UsageError("--depth must be between 1 and 1024");
+        request.copy.depth = static_cast<std::size_t>(depth);
+        break;
+      }
+      case opt_request_size: {
+        auto size = size_argument("request-size", optarg);
+        if (size < 4096 || size > (32u << 20) || size % 4096 != 0)
+          throw UsageError("--request-size must be a multiple of 4k between 4k and 32M");
+        request.copy.request_size = static_cast<std::size_t>(size);
+        break;
+      }
+      case opt_sparse: {
+        auto size = size_argument("sparse", optarg);
+        if (size != 0 && (size < 512 || size > (32u << 20)))
+          throw UsageError("--sparse must be 0 (off) or between 512 and 32M");
+        request.copy.sparse = static_cast<std::size_t>(size);
+        break;
+      }
+      case opt_prezeroed: request.copy.destination_is_zero = true; break;
+      case opt_allocated: request.copy.allocated = true; break;
+      case opt_direct: request.endpoints.file.direct = true; break;
+      case opt_no_flush: request.copy.flush = false; break;
+      case opt_progress: {
+        auto style = parse_progress_style(optarg ? optarg : "", isatty(STDERR_FILENO) != 0);
+        if (!style) throw UsageError(std::string("--progress: unknown style '") + optarg + "'");
+        request.progress = *style;
+        break;
+      }
+      case opt_stats: request.stats = true; break;
+      case opt_help:
+      case 'h': copy_usage(); std::exit(exit_ok);
+      case '?':
+      default: {
+        std::string bad = argv[optind - 1] ? argv[optind - 1] : "?";
+        throw UsageError("unknown or incomplete option '" + bad + "'");
+      }
+    }
+  }
+  if (argc - optind != 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
+  request.source = argv[optind];
+  request.destination = argv[optind + 1];
+  return request;
+}
+
+}  // namespace
+
+int copy_command(int argc, char** argv) {
+  CopyRequest request = parse(argc, argv);
+
+  asio::io_context context(1);
+  ProgressReporter reporter(request.progress.value_or(ProgressStyle::none));
+  ProgressUpdate last;
+  request.copy.progress = [&](const ProgressUpdate& update) {
+    last = update;
+    reporter.update(update);
+  };
+  Transfer transfer(request.source, request.destination, request.endpoints, request.copy);
+
+  // Ctrl-C or SIGTERM: stop the copy cleanly (every request accounted for), exit 1.
+  asio::signal_set signals(context, SIGINT, SIGTERM);
+  signals.async_wait([&](const asio::error_code& ec, int) {
+    if (!ec) transfer.cancel();
+  });
+
+  std::optional<Result<TransferStats>> result;
+  asio::co_spawn(context, transfer.run(), [&](std::exception_ptr error, Result<TransferStats> r) {
+    result = error ? fail(std::errc::io_error, "internal error") : std::move(r);
+    signals.cancel();
+  });
+  context.run();
+
+  bool ok = result && result->has_value();
+  if (ok) last = ProgressUpdate{(*result)->size, (*result)->size, (*result)->seconds};
+  reporter.finish(last, ok);
+  if (!ok) {
+    std::fprintf(stderr, "sluice: %s\n",
+                 result ? result->error().message.c_str() : "the transfer did not complete");
+    return exit_transfer_error;
+  }
+  if (request.stats) {
+    std::FILE* out = request.progress == ProgressStyle::xapi ? stderr : stdout;
+    std::fprintf(out, "%s\n", stats_json(**result).c_str());
+  }
+  return exit_ok;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,9 @@
+#pragma once
+
+namespace sluice::cli {
+
+// sluice copy [options] SOURCE DESTINATION
+int copy_command(int argc, char** argv);
+void copy_usage();
+
+}  // namespace sluice::cli

@@ -1,0 +1,59 @@
+// sluice: move disk images. Subcommands: copy, info, demo.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string_view>
+
+#include "apps/sluice/copy_command.hpp"
+#include "apps/sluice/demo_command.hpp"
+#include "apps/sluice/info_command.hpp"
+#include "apps/sluice/usage_error.hpp"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "unknown"
+#endif
+
+namespace {
+
+void usage(std::FILE* out) {
+  std::fputs(
+      "usage: sluice COMMAND [options] ...\n"
+      "\n"
+      "  copy [options] SOURCE DESTINATION   copy a disk image (sluice copy --help)\n"
+      "  info [--json] SOURCE                size, allocation and extent map\n"
+      "  demo [--size SIZE] [--keep]         copy a generated sparse image and verify it\n"
+      "  --help, --version\n",
+      out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sluice::cli;
+  if (argc < 2) {
+    usage(stderr);
+    return exit_usage;
+  }
+  std::string_view command = argv[1];
+  try {
+    if (command == "--help" || command == "-h" || command == "help") {
+      usage(stdout);
+      return exit_ok;
+    }
+    if (command == "--version") {
+      std::printf("sluice %s\n", SLUICE_VERSION);
+      return exit_ok;
+    }
+    if (command == "copy") return copy_command(argc - 1, argv + 1);
+    if (command == "info") return info_command(argc - 1, argv + 1);
+    if (command == "demo") return demo_command(argc - 1, argv + 1);
+    throw UsageError("unknown command '" + std::string(command) + "'");
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "sluice: %s\nTry 'sluice %s--help'.\n", e.what(),
+                 command == "copy" || command == "info" ? (std::string(command) + " ").c_str() : "");
+    return exit_usage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sluice: internal error: %s\n", e.what());
+    return exit_transfer_error;
+  }
+}

@@ -1,0 +1,303 @@
+#include "engine/copier.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include "engine/buffer_pool.hpp"
+#include "engine/credits.hpp"
+#include "engine/extent_aligner.hpp"
+#include "engine/task_group.hpp"
+#include "engine/zero_scan.hpp"
+
+namespace sluice {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Largest zero request: big enough that a sparse terabyte costs few round trips, small
+// enough for a 32-bit NBD length.
+constexpr std::uint64_t max_zero_request = 1ull << 30;
+
+struct WorkItem {
+  std::uint64_t seq = 0;  // position in offset order; the ordered writer sorts by it
+  Extent extent;
+  Buffer data;  // the payload, once a data item has been read
+  bool end = false;
+};
+
+using ItemChannel = asio::experimental::channel<void(asio::error_code, WorkItem)>;
+
+class Copier {
+ public:
+  Copier(executor ex, Source& source, Destination& destination, CopyOptions options)
+      : source_(source),
+        destination_(destination),
+        traits_(destination.traits()),
+        options_(std::move(options)),
+        pool_(ex, options_.depth, options_.request_size),
+        write_slots_(ex, options_.depth),
+        items_(ex, options_.depth),
+        filled_(ex, options_.depth * 2),
+        stages_(ex, [this] { stop(); }) {
+    known_zero_ = traits_.known_zero || options_.destination_is_zero;
+    // Finding zeros in data pays only where zeros cost less than data.
+    detect_zeros_ = options_.sparse > 0 && !traits_.ordered &&
+                    (traits_.zero_is_cheap || known_zero_);
+    stats_.size = source_.size();
+  }
+
+  awaitable<Result<TransferStats>> run() {
+    started_ = clock::now();
+    if (options_.cancellation) {
+      options_.cancellation->on_request([this] {
+        stages_.fail(Error{std::make_error_code(std::errc::operation_canceled), "the transfer was cancelled"});
+        stop();
+      });
+    }
+    stages_.spawn(expand());
+    stages_.spawn(read_stage());
+    stages_.spawn(write_stage());
+    Status status = co_await stages_.join();
+    if (options_.cancellation) options_.cancellation->clear();
+    if (status) status = co_await finish();
+    stats_.seconds = std::chrono::duration<double>(clock::now() - started_).count();
+    stats_.peak_buffers = pool_.high_water();
+    source_.add_stats(stats_);
+    destination_.add_stats(stats_);
+    if (!status) co_return tl::unexpected(status.error());
+    co_return stats_;
+  }
+
+ private:
+  // Turns the source's extent map into work items: aligned for the destination, no
+  // larger than one request (data) or max_zero_request (zeros), split on multiples of
+  // the request size.
+  awaitable<Status> expand() {
+    const std::uint64_t size = source_.size();
+    ExtentAligner aligner(options_.alignment, size);
+    std::uint64_t offset = 0;
+    std::uint64_t seq = 0;
+    while (offset < size) {
+      auto extents = co_await source_.extents(offset, std::min(options_.extent_window, size - offset));
+      if (!extents) co_return tl::unexpected(extents.error());
+      if (extents->empty())
+        co_return fail_at("reading the extent map (no extents returned)", offset,
+                          std::make_error_code(std::errc::protocol_error));
+      for (const Extent& extent : *extents) {
+        if (offset >= size) break;
+        if (extent.offset != offset || extent.length == 0)
+          co_return fail_at("reading the extent map (extents not contiguous)", offset,
+                            std::make_error_code(std::errc::protocol_error));
+        Extent clamped{offset, std::min(extent.end(), size) - offset, extent.kind};
+        count_extent(clamped.kind);
+        offset = clamped.end();
+        for (const Extent& aligned : aligner.push(clamped))
+          if (!co_await emit(aligned, seq)) co_return cancelled();
+      }
+    }
+    for (const Extent& aligned : aligner.finish())
+      if (!co_await emit(aligned, seq)) co_return cancelled();
+    auto [ec] = co_await items_.async_send(asio::error_code{}, WorkItem{seq, {}, Buffer{}, true}, use_nothrow);
+    if (ec) co_return cancelled();
+    co_return Status{};
+  }
+
+  awaitable<bool> emit(const Extent& extent, std::uint64_t& seq) {
+    const std::uint64_t limit = extent.kind == ExtentKind::data ? options_.request_size : max_zero_request;
+    for (std::uint64_t offset = extent.offset; offset < extent.end();) {
+      std::uint64_t length = std::min(extent.end() - offset, limit - offset % limit);
+      WorkItem item{seq++, Extent{offset, length, extent.kind}, Buffer{}, false};
+      auto [ec] = co_await items_.async_send(asio::error_code{}, std::move(item), use_nothrow);
+      if (ec) co_return false;
+      offset += length;
+    }
+    co_return true;
+  }
+
+  // Starts a read for each data item as soon as a buffer is free; zero items pass on.
+  awaitable<Status> read_stage() {
+    TaskGroup reads(co_await asio::this_coro::executor, [this] { stop(); });
+    std::uint64_t end_seq = 0;
+    for (;;) {
+      auto [ec, item] = co_await items_.async_receive(use_nothrow);
+      if (ec) break;
+      if (item.end) {
+        end_seq = item.seq;
+        break;
+      }
+      if (item.extent.kind != ExtentKind::data) {
+        if (!co_await pass_on(std::move(item))) break;
+        continue;
+      }
+      auto buffer = co_await pool_.acquire();
+      if (!buffer) break;
+      reads.spawn(read_one(std::move(item), std::move(*buffer)));
+    }
+    Status status = co_await reads.join();
+    if (!status) co_return status;
+    if (stopped_) co_return cancelled();
+    if (!co_await pass_on(WorkItem{end_seq, {}, Buffer{}, true})) co_return cancelled();
+    co_return Status{};
+  }
+
+  awaitable<Status> read_one(WorkItem item, Buffer buffer) {
+    buffer.truncate(item.extent.length);
+    ++stats_.reads;
+    Status status = co_await source_.read(item.extent.offset, buffer.data());
+    if (!status) co_return status;
+    stats_.bytes_read += item.extent.length;
+    if (!detect_zeros_) {
+      item.data = std::move(buffer);
+      if (!co_await pass_on(std::move(item))) co_return cancelled();
+      co_return Status{};
+    }
+    // Each data run keeps a share of the block; a run after a zero run may put its
+    // header into those zeros, which nobody sends.
+    auto runs = scan_zero_runs(buffer.data(), item.extent.offset, options_.sparse);
+    std::size_t free_before = buffer.headroom();
+    for (const Run& run : runs) {
+      WorkItem piece{item.seq, Extent{item.extent.offset + run.offset, run.length,
+                                      run.zero ? ExtentKind::zero : ExtentKind::data},
+                     Buffer{}, false};
+      if (!run.zero) piece.data = buffer.share(run.offset, run.length, free_before);
+      free_before = run.zero ? run.length : 0;
+      if (!co_await pass_on(std::move(piece))) co_return cancelled();
+    }
+    co_return Status{};
+  }
+
+  awaitable<bool> pass_on(WorkItem item) {
+    auto [ec] = co_await filled_.async_send(asio::error_code{}, std::move(item), use_nothrow);
+    co_return !ec;
+  }
+
+  awaitable<Status> write_stage() {
+    TaskGroup writes(co_await asio::this_coro::executor, [this] { stop(); });
+    std::map<std::uint64_t, WorkItem> waiting;  // ordered destinations only
+    std::uint64_t next_seq = 0;
+    bool ended = false;
+    while (!ended) {
+      auto [ec, item] = co_await filled_.async_receive(use_nothrow);
+      if (ec) break;
+      if (!traits_.ordered) {
+        if (item.end) break;
+        if (skip_if_zero(item)) continue;
+        if (!co_await write_slots_.acquire()) break;
+        writes.spawn(write_one(std::move(item), true));
+        continue;
+      }
+      // One request at a time, in offset order: reads finish out of order.
+      waiting.emplace(item.seq, std::move(item));
+      while (!waiting.empty() && waiting.begin()->first == next_seq) {
+        WorkItem next = std::move(waiting.begin()->second);
+        waiting.erase(waiting.begin());
+        ++next_seq;
+        if (next.end) {
+          ended = true;
+          break;
+        }
+        if (skip_if_zero(next)) continue;
+        if (Status s = co_await write_one(std::move(next), false); !s) {
+          writes.fail(s.error());
+          ended = true;
+          break;
+        }
+      }
+    }
+    Status status = co_await writes.join();
+    if (!status) co_return status;
+    if (stopped_) co_return cancelled();
+    co_return Status{};
+  }
+
+  bool skip_if_zero(const WorkItem& item) {
+    if (item.extent.kind == ExtentKind::data || !known_zero_ || options_.allocated) return false;
+    stats_.bytes_skipped += item.extent.length;
+    completed(item.extent.length);
+    return true;
+  }
+
+  awaitable<Status> write_one(WorkItem item, bool holds_slot) {
+    const Extent extent = item.extent;
+    Status status;
+    if (extent.kind == ExtentKind::data) {
+      ++stats_.writes;
+      status = co_await destination_.write(extent.offset, std::move(item.data));
+      if (status) stats_.bytes_written += extent.length;
+    } else {
+      ++stats_.zero_requests;
+      status = co_await destination_.zero(extent.offset, extent.length,
+                                          options_.allocated ? ZeroMode::allocate : ZeroMode::may_punch);
+      if (status) stats_.bytes_zeroed += extent.length;
+    }
+    if (holds_slot) write_slots_.release();
+    if (status) completed(extent.length);
+    co_return status;
+  }
+
+  awaitable<Status> finish() {
+    if (options_.flush) {
+      if (Status s = co_await destination_.flush(); !s) co_return s;
+    }
+    co_return co_await destination_.finish();
+  }
+
+  void completed(std::uint64_t bytes) {
+    done_ += bytes;
+    if (options_.progress) {
+      options_.progress(ProgressUpdate{
+          done_, stats_.size, std::chrono::duration<double>(clock::now() - started_).count()});
+    }
+  }
+
+  void count_extent(ExtentKind kind) {
+    switch (kind) {
+      case ExtentKind::data: ++stats_.data_extents; break;
+      case ExtentKind::zero: ++stats_.zero_extents; break;
+      case ExtentKind::hole: ++stats_.hole_extents; break;
+    }
+  }
+
+  // A stage failed: wake everything that waits so every stage returns.
+  void stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    items_.close();
+    filled_.close();
+    pool_.close();
+    write_slots_.close();
+    source_.abort();
+    destination_.abort();
+  }
+
+  Source& source_;
+  Destination& destination_;
+  DestinationTraits traits_;
+  CopyOptions options_;
+  BufferPool pool_;
+  Credits write_slots_;
+  ItemChannel items_;
+  ItemChannel filled_;
+  TaskGroup stages_;
+  TransferStats stats_;
+  bool known_zero_ = false;
+  bool detect_zeros_ = false;
+  bool stopped_ = false;
+  std::uint64_t done_ = 0;
+  clock::time_point started_;
+};
+
+}  // namespace
+
+awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, CopyOptions options) {
+  if (options.depth == 0) co_return fail(std::errc::invalid_argument, "depth must be at least 1");
+  auto settled = settle_sizes(options, source.block_sizes(), destination.traits().block_sizes);
+  if (!settled) co_return tl::unexpected(settled.error());
+  Copier copier(co_await asio::this_coro::executor, source, destination, std::move(options));
+  co_return co_await copier.run();
+}
+
+}  // namespace sluice

@@ -1,0 +1,35 @@
+#include "engine/copy_options.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+namespace sluice {
+
+Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockSizes& destination) {
+  const std::uint64_t minimum = std::max<std::uint64_t>({1, source.minimum, destination.minimum});
+  const std::uint64_t maximum = std::min<std::uint64_t>(source.maximum, destination.maximum);
+  if (!std::has_single_bit(minimum))
+    return fail(std::errc::invalid_argument,
+                "minimum block size " + std::to_string(minimum) + " is not a power of two");
+  if (options.request_size == 0 || options.request_size % 4096 != 0)
+    return fail(std::errc::invalid_argument, "request size must be a positive multiple of 4096");
+  // A request as large as what either end prefers, never more than both accept.
+  std::uint64_t request = std::max<std::uint64_t>(
+      {options.request_size, source.preferred, destination.preferred, minimum});
+  if (request > maximum) request = std::bit_floor(maximum);
+  request = request / minimum * minimum;
+  if (request < minimum || request < 4096)
+    return fail(std::errc::invalid_argument,
+                "no request size fits both ends (minimum " + std::to_string(minimum) + ", maximum " +
+                    std::to_string(maximum) + ")");
+  options.request_size = static_cast<std::size_t>(request);
+  options.alignment = minimum;
+  if (options.sparse != 0) {
+    // Zero runs finer than what the destination can address could not be skipped.
+    options.sparse = std::max<std::size_t>(options.sparse, static_cast<std::size_t>(minimum));
+  }
+  return Status{};
+}
+
+}  // namespace sluice

@@ -1,0 +1,57 @@
+// Destination: the other half of the ops table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/asio.hpp"
+#include "engine/buffer.hpp"
+#include "engine/error.hpp"
+#include "engine/source.hpp"
+#include "engine/stats.hpp"
+
+namespace sluice {
+
+struct DestinationTraits {
+  // Every byte already reads as zero (a fresh file, a prezeroed disk): zero ranges
+  // need no work at all.
+  bool known_zero = false;
+  // zero() is cheaper than writing zeros, so scanning data for zero runs pays.
+  bool zero_is_cheap = true;
+  // Writes and zeros must be issued one at a time in offset order (a raw byte stream).
+  bool ordered = false;
+  BlockSizes block_sizes{};
+};
+
+enum class ZeroMode : std::uint8_t {
+  may_punch,  // a hole is fine
+  allocate,   // the range must stay allocated (--allocated)
+};
+
+class Destination {
+ public:
+  virtual ~Destination() = default;
+
+  virtual DestinationTraits traits() const = 0;
+  virtual std::string describe() const = 0;
+
+  // Writes `data` at `offset`. Takes ownership: the buffer is released only once the
+  // destination is done with it (the bytes are on storage, in the kernel, or acked).
+  virtual awaitable<Status> write(std::uint64_t offset, Buffer data) = 0;
+
+  // Makes [offset, offset + length) read as zeros, the cheapest correct way.
+  virtual awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) = 0;
+
+  // Everything completed so far reaches stable storage.
+  virtual awaitable<Status> flush() = 0;
+
+  // Ends the transfer cleanly (stream terminator, NBD disconnect, close).
+  virtual awaitable<Status> finish() = 0;
+
+  // Makes operations in progress fail promptly (a sibling stage failed).
+  virtual void abort() {}
+
+  virtual void add_stats(TransferStats&) const {}
+};
+
+}  // namespace sluice

@@ -1,0 +1,32 @@
+#include "engine/error.hpp"
+
+#include <asio/error.hpp>
+
+namespace sluice {
+
+bool Error::is_cancellation() const {
+  return code == std::errc::operation_canceled || code == asio::error::operation_aborted;
+}
+
+tl::unexpected<Error> fail(std::error_code code, std::string message) {
+  return tl::unexpected<Error>(Error{code, std::move(message)});
+}
+
+tl::unexpected<Error> fail(std::errc code, std::string message) {
+  return fail(std::make_error_code(code), std::move(message));
+}
+
+tl::unexpected<Error> fail_at(std::string_view what, std::uint64_t offset, std::error_code code) {
+  std::string msg(what);
+  msg += " at offset ";
+  msg += std::to_string(offset);
+  msg += ": ";
+  msg += code.message();
+  return fail(code, std::move(msg));
+}
+
+tl::unexpected<Error> cancelled() {
+  return fail(std::errc::operation_canceled, "cancelled");
+}
+
+}  // namespace sluice

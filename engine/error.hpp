@@ -1,0 +1,39 @@
+// Errors are values: every fallible operation returns Result<T>. An Error carries the
+// errno-style code (for programs) and one sentence naming the operation, the offset
+// and the cause (for people).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include <tl/expected.hpp>
+
+namespace sluice {
+
+struct Error {
+  std::error_code code;
+  std::string message;
+
+  // True for the follow-on errors of stages that were told to stop because a sibling
+  // failed; the sibling's error is the one worth reporting.
+  bool is_cancellation() const;
+};
+
+template <class T>
+using Result = tl::expected<T, Error>;
+
+using Status = Result<void>;
+
+tl::unexpected<Error> fail(std::error_code code, std::string message);
+tl::unexpected<Error> fail(std::errc code, std::string message);
+
+// "<what> at offset <offset>: <strerror>" - the shape of every data-path error.
+tl::unexpected<Error> fail_at(std::string_view what, std::uint64_t offset, std::error_code code);
+
+tl::unexpected<Error> cancelled();
+
+inline std::error_code errno_code(int err) { return {err, std::generic_category()}; }
+
+}  // namespace sluice

@@ -1,0 +1,45 @@
+// Source: one of the two halves of the ops table the copier drives. A file, a block
+// device, an NBD export or a VHD chain all look the same from here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/asio.hpp"
+#include "engine/block_sizes.hpp"
+#include "engine/error.hpp"
+#include "engine/extent.hpp"
+#include "engine/stats.hpp"
+
+namespace sluice {
+
+class Source {
+ public:
+  virtual ~Source() = default;
+
+  virtual std::uint64_t size() const = 0;
+  virtual std::string format() const { return "raw"; }
+  virtual std::string describe() const = 0;
+  virtual BlockSizes block_sizes() const { return {}; }
+
+  // The allocation map from `offset`: contiguous extents starting exactly at `offset`,
+  // covering at least one byte, ending no later than size(). They may stop before
+  // offset + length_hint (the caller asks again) or go past it.
+  virtual awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset,
+                                                          std::uint64_t length_hint) = 0;
+
+  // Fills `into` with the bytes at `offset`. The range lies within size(). Called
+  // concurrently, up to the copy's depth; the caller owns `into` until completion.
+  virtual awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) = 0;
+
+  virtual awaitable<Status> close() { co_return Status{}; }
+
+  // Makes operations in progress fail promptly (a sibling stage failed).
+  virtual void abort() {}
+
+  virtual void add_stats(TransferStats&) const {}
+};
+
+}  // namespace sluice

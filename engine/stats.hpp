@@ -1,0 +1,31 @@
+// What a finished (or failed) transfer reports about itself.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace sluice {
+
+struct TransferStats {
+  std::uint64_t size = 0;           // virtual size of the source
+  std::uint64_t bytes_read = 0;     // payload read from the source
+  std::uint64_t bytes_written = 0;  // payload written to the destination
+  std::uint64_t bytes_zeroed = 0;   // ranges the destination zeroed without payload
+  std::uint64_t bytes_skipped = 0;  // zero ranges skipped (destination already zero)
+  std::uint64_t data_extents = 0;   // source extents seen, by kind
+  std::uint64_t zero_extents = 0;
+  std::uint64_t hole_extents = 0;
+  std::uint64_t reads = 0;  // requests issued to each side
+  std::uint64_t writes = 0;
+  std::uint64_t zero_requests = 0;
+  std::uint64_t peak_buffers = 0;  // most pool blocks in use at once
+  double seconds = 0;
+
+  // Transport figures, where the destination has a socket.
+  std::optional<std::uint64_t> socket_writes;
+  std::optional<std::uint64_t> tls_records;
+  std::optional<std::uint64_t> tcp_segments;
+  std::optional<std::uint64_t> connections;
+};
+
+}  // namespace sluice

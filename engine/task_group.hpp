@@ -1,0 +1,48 @@
+// TaskGroup: structured concurrency for coroutines on one executor.
+//
+// Children run concurrently; join() waits for every one of them. The first child to
+// fail (other than by cancellation) records the group's error and fires the
+// on_failure hook once, whose job is to make the siblings stop (close the channels and
+// pools they wait on, shut the sockets). A group is never destroyed with a child still
+// running: whoever spawns must co_await join().
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+
+#include "engine/asio.hpp"
+#include "engine/error.hpp"
+
+namespace sluice {
+
+class TaskGroup {
+ public:
+  explicit TaskGroup(executor ex, std::function<void()> on_failure = {});
+  TaskGroup(const TaskGroup&) = delete;
+  TaskGroup& operator=(const TaskGroup&) = delete;
+
+  void spawn(awaitable<Status> task);
+
+  // Waits until no child is running; the first real error, if any.
+  awaitable<Status> join();
+
+  // Records an error as if a child had failed with it.
+  void fail(Error error);
+
+  bool failed() const { return error_.has_value(); }
+  std::size_t running() const { return running_; }
+
+ private:
+  void record(Error error);
+
+  executor ex_;
+  std::function<void()> on_failure_;
+  std::size_t running_ = 0;
+  std::optional<Error> error_;
+  std::optional<Error> cancellation_;  // reported only when nothing better is known
+  asio::experimental::channel<void(asio::error_code, bool)> idle_;  // see Credits
+  bool joining_ = false;
+};
+
+}  // namespace sluice

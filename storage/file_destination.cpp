@@ -1,0 +1,128 @@
+#include "storage/file_destination.hpp"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "storage/image_file.hpp"
+
+namespace sluice {
+
+namespace {
+constexpr std::uint64_t direct_alignment = 4096;
+constexpr std::size_t zero_chunk = 1u << 20;
+
+bool unsupported(int err) { return err == EOPNOTSUPP || err == ENOSYS || err == EINVAL; }
+}  // namespace
+
+Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, const std::string& path,
+                                                               std::uint64_t size,
+                                                               const FileOptions& options) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (!fd) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
+  auto info = inspect_image_file(fd.get(), path);
+  if (!info) return tl::unexpected(info.error());
+  if (info->block_device) {
+    if (info->size < size)
+      return fail(std::errc::no_space_on_device,
+                  path + ": the device (" + std::to_string(info->size) +
+                      " bytes) is smaller than the source (" + std::to_string(size) + " bytes)");
+  } else {
+    // Empty it and give it the source's size: it then reads as zeros, so zero ranges
+    // need no writes and stay holes.
+    if (::ftruncate(fd.get(), 0) != 0 || ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+      return fail(errno_code(errno), path + ": cannot set the size to " + std::to_string(size) +
+                                         " bytes: " + errno_code(errno).message());
+  }
+  UniqueFd direct;
+  if (options.direct) {
+    direct = UniqueFd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT));
+    if (!direct)
+      return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
+  }
+  return std::unique_ptr<FileDestination>(
+      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device));
+}
+
+FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd,
+                                 bool block_device)
+    : path_(std::move(path)),
+      fd_(std::move(fd)),
+      direct_fd_(std::move(direct_fd)),
+      block_device_(block_device),
+      buffered_(ex, fd_.get()),
+      direct_(ex, direct_fd_ ? direct_fd_.get() : fd_.get()) {}
+
+DestinationTraits FileDestination::traits() const {
+  DestinationTraits traits;
+  traits.known_zero = !block_device_;
+  traits.zero_is_cheap = true;
+  if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
+  return traits;
+}
+
+FileHandles& FileDestination::handles_for(std::uint64_t offset, std::size_t size, const void* data) {
+  bool aligned = offset % direct_alignment == 0 && size % direct_alignment == 0 &&
+                 reinterpret_cast<std::uintptr_t>(data) % direct_alignment == 0;
+  return direct_fd_ && aligned ? direct_ : buffered_;
+}
+
+awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
+  auto file = handles_for(offset, data.size(), data.data().data()).lend();
+  if (!file) co_return tl::unexpected(file.error());
+  // `data` lives in this frame until the write has completed.
+  co_return co_await write_all(**file, offset, data.data());
+}
+
+awaitable<Status> FileDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
+  // Cheapest first: punching a hole (reads as zeros, frees space), then zeroing the
+  // range in place (stays allocated), then writing zeros. fallocate is synchronous, but
+  // it touches metadata only, never the data path's buffers.
+  auto off = static_cast<off_t>(offset);
+  auto len = static_cast<off_t>(length);
+  if (mode == ZeroMode::may_punch && punch_supported_) {
+    if (::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) == 0) co_return Status{};
+    if (!unsupported(errno)) co_return fail_at("punching a hole", offset, errno_code(errno));
+    punch_supported_ = false;
+  }
+  if (zero_range_supported_) {
+    if (::fallocate(fd_.get(), FALLOC_FL_ZERO_RANGE | (block_device_ ? 0 : FALLOC_FL_KEEP_SIZE), off, len) == 0)
+      co_return Status{};
+    if (!unsupported(errno)) co_return fail_at("zeroing", offset, errno_code(errno));
+    zero_range_supported_ = false;
+  }
+  co_return co_await write_zeros(offset, length);
+}
+
+awaitable<Status> FileDestination::write_zeros(std::uint64_t offset, std::uint64_t length) {
+  Buffer zeros = Buffer::allocate(static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_chunk)));
+  std::fill(zeros.data().begin(), zeros.data().end(), std::byte{0});
+  while (length > 0) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, zeros.size()));
+    auto file = handles_for(offset, n, zeros.data().data()).lend();
+    if (!file) co_return tl::unexpected(file.error());
+    if (Status s = co_await write_all(**file, offset, zeros.data().first(n)); !s) co_return s;
+    offset += n;
+    length -= n;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> FileDestination::flush() {
+  if (::fdatasync(fd_.get()) != 0)
+    co_return fail(errno_code(errno), path_ + ": flush failed: " + errno_code(errno).message());
+  co_return Status{};
+}
+
+awaitable<Status> FileDestination::finish() {
+  int fd = fd_.release();
+  if (::close(fd) != 0)
+    co_return fail(errno_code(errno), path_ + ": close failed: " + errno_code(errno).message());
+  co_return Status{};
+}
+
+}  // namespace sluice

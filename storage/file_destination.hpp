@@ -1,0 +1,50 @@
+// A raw image written to a regular file or a block device through the event loop.
+//
+// A regular file is created or truncated and sized to the source, so it is known to
+// read as zeros and holes stay holes. A block device keeps its contents, so zero
+// ranges are punched or zeroed explicitly.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/asio.hpp"
+#include "engine/destination.hpp"
+#include "engine/unique_fd.hpp"
+#include "storage/file_handles.hpp"
+#include "storage/file_options.hpp"
+
+namespace sluice {
+
+class FileDestination final : public Destination {
+ public:
+  // Opens (creating it if needed) `path` to receive `size` bytes.
+  static Result<std::unique_ptr<FileDestination>> open(executor ex, const std::string& path,
+                                                       std::uint64_t size, const FileOptions& options);
+
+  DestinationTraits traits() const override;
+  std::string describe() const override { return path_; }
+  awaitable<Status> write(std::uint64_t offset, Buffer data) override;
+  awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
+  awaitable<Status> flush() override;
+  awaitable<Status> finish() override;
+
+  bool is_block_device() const { return block_device_; }
+
+ private:
+  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device);
+  awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
+  // The descriptor a request at [offset, offset + size) of memory `data` should use.
+  FileHandles& handles_for(std::uint64_t offset, std::size_t size, const void* data);
+
+  std::string path_;
+  UniqueFd fd_;
+  UniqueFd direct_fd_;
+  bool block_device_;
+  bool punch_supported_ = true;
+  bool zero_range_supported_ = true;
+  FileHandles buffered_;
+  FileHandles direct_;
+};
+
+}  // namespace sluice

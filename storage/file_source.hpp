@@ -1,0 +1,44 @@
+// A raw image in a regular file or on a block device, read through the event loop.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/asio.hpp"
+#include "engine/source.hpp"
+#include "engine/unique_fd.hpp"
+#include "storage/file_handles.hpp"
+#include "storage/file_options.hpp"
+
+namespace sluice {
+
+class FileSource final : public Source {
+ public:
+  static Result<std::unique_ptr<FileSource>> open(executor ex, const std::string& path,
+                                                  const FileOptions& options);
+
+  std::uint64_t size() const override { return size_; }
+  std::string describe() const override { return path_; }
+  BlockSizes block_sizes() const override;
+  awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset,
+                                                  std::uint64_t length_hint) override;
+  awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
+
+  bool is_block_device() const { return block_device_; }
+  // Bytes the filesystem has allocated to the image (the whole size for a device).
+  std::uint64_t allocated_bytes() const;
+
+ private:
+  FileSource(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
+             bool block_device);
+
+  std::string path_;
+  UniqueFd fd_;
+  UniqueFd direct_fd_;  // only with FileOptions::direct
+  std::uint64_t size_;
+  bool block_device_;
+  FileHandles buffered_;
+  FileHandles direct_;
+};
+
+}  // namespace sluice
