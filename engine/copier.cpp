@@ -265,7 +265,11 @@ class Copier {
   void stop() {
     if (stopped_) return;
     stopped_ = true;
+    // close() alone wakes only waiting receivers; cancel() also wakes senders blocked
+    // on a full channel (Asio 1.22).
+    items_.cancel();
     items_.close();
+    filled_.cancel();
     filled_.close();
     pool_.close();
     write_slots_.close();

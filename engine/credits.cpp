@@ -24,6 +24,9 @@ void Credits::release() {
   tokens_.try_send(asio::error_code{}, true);
 }
 
-void Credits::close() { tokens_.close(); }
+void Credits::close() {
+  tokens_.cancel();
+  tokens_.close();
+}
 
 }  // namespace sluice

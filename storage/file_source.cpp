@@ -48,7 +48,21 @@ BlockSizes FileSource::block_sizes() const {
 
 awaitable<Result<std::vector<Extent>>> FileSource::extents(std::uint64_t offset,
                                                            std::uint64_t length_hint) {
+  // A file that shrank would show its lost tail as a hole and copy as zeros.
+  if (Status same = check_size(); !same) co_return tl::unexpected(same.error());
   co_return file_extents(fd_.get(), size_, offset, length_hint);
+}
+
+awaitable<Status> FileSource::close() { co_return check_size(); }
+
+Status FileSource::check_size() const {
+  if (block_device_) return Status{};
+  struct stat st {};
+  if (::fstat(fd_.get(), &st) != 0) return fail(errno_code(errno), path_ + ": " + errno_code(errno).message());
+  if (static_cast<std::uint64_t>(st.st_size) < size_)
+    return fail(std::errc::io_error, path_ + ": the source shrank from " + std::to_string(size_) + " to " +
+                                         std::to_string(st.st_size) + " bytes during the copy");
+  return Status{};
 }
 
 awaitable<Status> FileSource::read(std::uint64_t offset, std::span<std::byte> into) {

@@ -23,6 +23,8 @@ class FileSource final : public Source {
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset,
                                                   std::uint64_t length_hint) override;
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
+  // Fails if the file shrank while it was being read.
+  awaitable<Status> close() override;
 
   bool is_block_device() const { return block_device_; }
   // Bytes the filesystem has allocated to the image (the whole size for a device).
@@ -31,6 +33,7 @@ class FileSource final : public Source {
  private:
   FileSource(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
              bool block_device);
+  Status check_size() const;
 
   std::string path_;
   UniqueFd fd_;

@@ -1,0 +1,166 @@
+// In-memory endpoints for engine unit tests. Their completions are delayed by random
+// amounts so requests finish out of order, and the sink checks that every payload is
+// still intact when its write completes: a buffer reused early shows up as corruption.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "engine/destination.hpp"
+#include "engine/source.hpp"
+
+namespace sluice::test {
+
+inline awaitable<void> random_delay(std::mt19937& rng, int max_us) {
+  asio::steady_timer t(co_await asio::this_coro::executor,
+                       std::chrono::microseconds(static_cast<int>(rng() % static_cast<unsigned>(max_us + 1))));
+  co_await t.async_wait(use_nothrow);
+}
+
+class MemorySource final : public Source {
+ public:
+  MemorySource(std::vector<std::byte> image, std::vector<Extent> map)
+      : image_(std::move(image)), map_(std::move(map)) {}
+
+  std::uint64_t size() const override { return image_.size(); }
+  std::string describe() const override { return "memory"; }
+  BlockSizes block_sizes() const override { return sizes; }
+
+  awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) override {
+    std::vector<Extent> out;
+    for (Extent e : map_) {
+      if (e.end() <= offset || e.offset >= offset + length) continue;
+      if (e.offset < offset) {
+        e.length -= offset - e.offset;
+        e.offset = offset;
+      }
+      out.push_back(e);
+    }
+    co_return out;
+  }
+
+  awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override {
+    ++in_flight;
+    max_in_flight = std::max(max_in_flight, in_flight);
+    co_await random_delay(rng, 200);
+    --in_flight;
+    if (fail_read_at && offset <= *fail_read_at && *fail_read_at < offset + into.size())
+      co_return fail_at("read", offset, std::make_error_code(std::errc::io_error));
+    std::memcpy(into.data(), image_.data() + offset, into.size());
+    co_return Status{};
+  }
+
+  BlockSizes sizes{};
+  std::optional<std::uint64_t> fail_read_at;
+  std::size_t in_flight = 0;
+  std::size_t max_in_flight = 0;
+  std::mt19937 rng{7};
+
+ private:
+  std::vector<std::byte> image_;
+  std::vector<Extent> map_;
+};
+
+class CheckingSink : public Destination {
+ public:
+  explicit CheckingSink(std::uint64_t size) : image(size, std::byte{0xEE}) {}
+
+  DestinationTraits traits() const override { return traits_; }
+  std::string describe() const override { return "checking sink"; }
+
+  awaitable<Status> write(std::uint64_t offset, Buffer data) override {
+    std::vector<std::byte> expected(data.data().begin(), data.data().end());
+    co_return co_await complete_write(offset, std::move(data), std::move(expected));
+  }
+
+  awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode) override {
+    begin(offset, length);
+    co_await random_delay(rng, 100);
+    std::fill_n(image.begin() + static_cast<std::ptrdiff_t>(offset), length, std::byte{0});
+    zeroed += length;
+    co_return end(offset, length);
+  }
+
+  awaitable<Status> flush() override {
+    CHECK(in_flight == 0);  // a flush covers completed writes only
+    flushed = true;
+    co_return Status{};
+  }
+  awaitable<Status> finish() override {
+    finished = true;
+    co_return Status{};
+  }
+  void abort() override { aborted = true; }
+
+  DestinationTraits traits_{};
+  std::optional<std::uint64_t> fail_write_at;
+  std::vector<std::byte> image;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> requests;  // in issue order
+  std::size_t in_flight = 0, max_in_flight = 0;
+  std::uint64_t completed_bytes = 0, zeroed = 0;
+  std::size_t corruptions = 0;
+  bool flushed = false, finished = false, aborted = false;
+  std::mt19937 rng{11};
+
+ protected:
+  awaitable<Status> complete_write(std::uint64_t offset, Buffer data, std::vector<std::byte> expected) {
+    begin(offset, expected.size());
+    co_await random_delay(rng, 300);
+    // The payload must be exactly what was handed over: nobody may have reused it.
+    const std::byte* now = data ? data.data().data() : watched_;
+    if (std::memcmp(now, expected.data(), expected.size()) != 0) ++corruptions;
+    std::memcpy(image.data() + offset, now, expected.size());
+    co_return end(offset, expected.size());
+  }
+
+  void begin(std::uint64_t offset, std::uint64_t length) {
+    requests.emplace_back(offset, length);
+    ++in_flight;
+    max_in_flight = std::max(max_in_flight, in_flight);
+  }
+
+  Status end(std::uint64_t offset, std::uint64_t length) {
+    --in_flight;
+    if (fail_write_at && offset <= *fail_write_at && *fail_write_at < offset + length)
+      return fail_at("write", offset, std::make_error_code(std::errc::no_space_on_device));
+    completed_bytes += length;
+    return Status{};
+  }
+
+  const std::byte* watched_ = nullptr;
+};
+
+// The bug the field hit: the sink lets go of the buffer before its write completes
+// (as a reader refilling one shared buffer would), then "sends" from the memory.
+class EarlyReleaseSink final : public CheckingSink {
+ public:
+  using CheckingSink::CheckingSink;
+  awaitable<Status> write(std::uint64_t offset, Buffer data) override {
+    std::vector<std::byte> expected(data.data().begin(), data.data().end());
+    const std::byte* memory = data.data().data();
+    data = Buffer{};  // returned to the pool too early
+    watched_ = memory;
+    Buffer none;
+    begin(offset, expected.size());
+    co_await random_delay(rng, 300);
+    if (std::memcmp(memory, expected.data(), expected.size()) != 0) ++corruptions;
+    std::memcpy(image.data() + offset, memory, expected.size());
+    co_return end(offset, expected.size());
+  }
+};
+
+// A patterned image with the given data extents; everything else is a hole.
+inline std::vector<std::byte> patterned(std::uint64_t size, const std::vector<Extent>& map, unsigned seed = 1) {
+  std::vector<std::byte> image(size);
+  std::mt19937 rng(seed);
+  for (const Extent& e : map)
+    if (e.kind == ExtentKind::data)
+      for (std::uint64_t i = e.offset; i < e.end(); ++i) image[i] = std::byte(rng() | 1);
+  return image;
+}
+
+}  // namespace sluice::test
