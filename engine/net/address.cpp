@@ -1,0 +1,86 @@
+#include "engine/net/address.hpp"
+
+#include <netinet/in.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <asio/connect.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
+
+namespace sluice {
+
+std::string NetAddress::describe() const {
+  if (kind == Kind::unix_socket) return "unix " + path;
+  std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return "tcp " + h + ":" + std::to_string(port);
+}
+
+awaitable<Result<Socket>> connect_to(const NetAddress& address) {
+  auto ex = co_await asio::this_coro::executor;
+  Socket socket(ex);
+  if (address.kind == NetAddress::Kind::unix_socket) {
+    asio::local::stream_protocol::endpoint local(address.path);
+    asio::generic::stream_protocol::endpoint endpoint(local);
+    auto [ec] = co_await socket.async_connect(endpoint, use_nothrow);
+    if (ec) co_return fail(ec, "cannot connect to " + address.describe() + ": " + ec.message());
+    co_return socket;
+  }
+  asio::ip::tcp::resolver resolver(ex);
+  auto [rec, results] = co_await resolver.async_resolve(address.host, std::to_string(address.port),
+                                                        asio::ip::resolver_base::numeric_service, use_nothrow);
+  if (rec) co_return fail(rec, "cannot resolve " + address.host + ": " + rec.message());
+  asio::error_code last = asio::error::host_not_found;
+  for (const auto& entry : results) {
+    asio::generic::stream_protocol::endpoint endpoint(entry.endpoint());
+    Socket attempt(ex);
+    auto [ec] = co_await attempt.async_connect(endpoint, use_nothrow);
+    if (!ec) co_return attempt;
+    last = ec;
+  }
+  co_return fail(last, "cannot connect to " + address.describe() + ": " + last.message());
+}
+
+Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog) {
+  Acceptor acceptor(ex);
+  asio::error_code ec;
+  auto failed = [&](const char* step) {
+    return fail(ec, std::string("cannot listen on ") + address.describe() + " (" + step + "): " + ec.message());
+  };
+  if (address.kind == NetAddress::Kind::unix_socket) {
+    struct stat st {};
+    if (::lstat(address.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(address.path.c_str());
+    asio::generic::stream_protocol::endpoint endpoint(asio::local::stream_protocol::endpoint(address.path));
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) return failed("socket");
+    acceptor.bind(endpoint, ec);
+    if (ec) return failed("bind");
+  } else {
+    asio::ip::tcp::resolver resolver(ex);
+    auto results = resolver.resolve(address.host.empty() ? "::" : address.host, std::to_string(address.port),
+                                    asio::ip::resolver_base::passive | asio::ip::resolver_base::numeric_service, ec);
+    if (ec || results.empty()) return failed("resolve");
+    asio::generic::stream_protocol::endpoint endpoint(results.begin()->endpoint());
+    acceptor.open(endpoint.protocol(), ec);
+    if (ec) return failed("socket");
+    acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    acceptor.bind(endpoint, ec);
+    if (ec) return failed("bind");
+  }
+  acceptor.listen(backlog, ec);
+  if (ec) return failed("listen");
+  return acceptor;
+}
+
+std::uint16_t bound_port(const Acceptor& acceptor) {
+  asio::error_code ec;
+  auto endpoint = acceptor.local_endpoint(ec);
+  if (ec) return 0;
+  const sockaddr* sa = endpoint.data();
+  if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  return 0;
+}
+
+}  // namespace sluice

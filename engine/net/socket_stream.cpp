@@ -1,0 +1,144 @@
+#include "engine/net/socket_stream.hpp"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <arpa/inet.h>
+
+#include <asio/read.hpp>
+#include <vector>
+
+#include "engine/net/tcp_info.hpp"
+
+namespace sluice {
+
+std::string describe_peer(Socket& socket) {
+  asio::error_code ec;
+  auto endpoint = socket.remote_endpoint(ec);
+  if (ec) return "socket";
+  const sockaddr* sa = endpoint.data();
+  char text[INET6_ADDRSTRLEN] = {};
+  switch (sa->sa_family) {
+    case AF_INET: {
+      auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+      return std::string("tcp ") + text + ":" + std::to_string(ntohs(in->sin_port));
+    }
+    case AF_INET6: {
+      auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+      ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+      return std::string("tcp [") + text + "]:" + std::to_string(ntohs(in6->sin6_port));
+    }
+    case AF_UNIX: {
+      auto* un = reinterpret_cast<const sockaddr_un*>(sa);
+      std::size_t len = endpoint.size() > offsetof(sockaddr_un, sun_path) ? endpoint.size() - offsetof(sockaddr_un, sun_path) : 0;
+      std::string path(un->sun_path, strnlen(un->sun_path, len));
+      return "unix " + (path.empty() ? std::string("socket") : path);
+    }
+    default: return "socket";
+  }
+}
+
+void apply_socket_options(Socket& socket, const StreamOptions& options) {
+  asio::error_code ec;
+  auto local = socket.local_endpoint(ec);
+  if (ec) return;
+  int family = local.data()->sa_family;
+  if (family == AF_INET || family == AF_INET6) {
+    int on = options.nodelay ? 1 : 0;
+    ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  }
+}
+
+awaitable<Status> send_all(Socket& socket, std::vector<asio::const_buffer> buffers, bool more,
+                           StreamStats& stats, const std::string& peer) {
+  const int flags = MSG_NOSIGNAL | (more ? MSG_MORE : 0);
+  std::size_t first = 0;
+  while (first < buffers.size()) {
+    auto pending = std::span<const asio::const_buffer>(buffers).subspan(first);
+    auto [ec, n] = co_await socket.async_send(pending, flags, use_nothrow);
+    ++stats.socket_writes;
+    if (ec) co_return fail(ec, "sending to " + peer + ": " + ec.message());
+    stats.bytes_sent += n;
+    // Drop what went out; a short send leaves a partial buffer at the front.
+    while (n > 0 && first < buffers.size()) {
+      std::size_t take = std::min(n, buffers[first].size());
+      buffers[first] += take;
+      n -= take;
+      if (buffers[first].size() == 0) ++first;
+    }
+    while (first < buffers.size() && buffers[first].size() == 0) ++first;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> receive_exactly(Socket& socket, std::span<std::byte> into, const std::string& peer) {
+  auto [ec, n] = co_await asio::async_read(socket, asio::buffer(into.data(), into.size()), use_nothrow);
+  if (ec == asio::error::eof)
+    co_return fail(std::errc::connection_reset,
+                   peer + " closed the connection (" + std::to_string(n) + " of " +
+                       std::to_string(into.size()) + " bytes read)");
+  if (ec) co_return fail(ec, "receiving from " + peer + ": " + ec.message());
+  co_return Status{};
+}
+
+SocketStream::SocketStream(Socket socket, StreamOptions options)
+    : socket_(std::move(socket)), options_(options), peer_(describe_peer(socket_)) {
+  apply_socket_options(socket_, options_);
+}
+
+SocketStream::~SocketStream() {
+  asio::error_code ignored;
+  socket_.close(ignored);
+}
+
+awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool more) {
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(batch.size() * 2);
+  for (const Pending& p : batch) {
+    const Frame& f = p.frame;
+    if (f.contiguous() && !f.head.empty() && !f.body.empty()) {
+      buffers.emplace_back(f.head.data(), f.size());
+    } else {
+      if (!f.head.empty()) buffers.emplace_back(f.head.data(), f.head.size());
+      if (!f.body.empty()) buffers.emplace_back(f.body.data(), f.body.size());
+    }
+  }
+  co_return co_await send_all(socket_, std::move(buffers), more, stats_, peer_);
+}
+
+awaitable<Status> SocketStream::read_exactly(std::span<std::byte> into) {
+  co_return co_await receive_exactly(socket_, into, peer_);
+}
+
+awaitable<Result<std::size_t>> SocketStream::read_some(std::span<std::byte> into) {
+  auto [ec, n] = co_await socket_.async_receive(asio::buffer(into.data(), into.size()), use_nothrow);
+  if (ec == asio::error::eof) co_return std::size_t{0};
+  if (ec) co_return fail(ec, "receiving from " + peer_ + ": " + ec.message());
+  co_return n;
+}
+
+awaitable<Status> SocketStream::close() {
+  stats_.tcp_segments = tcp_data_segments_sent(socket_.native_handle());
+  asio::error_code ec;
+  socket_.shutdown(asio::socket_base::shutdown_send, ec);
+  socket_.close(ec);
+  co_return Status{};
+}
+
+void SocketStream::abort() {
+  asio::error_code ignored;
+  socket_.shutdown(asio::socket_base::shutdown_both, ignored);
+  socket_.cancel(ignored);
+}
+
+StreamStats SocketStream::stats() const {
+  StreamStats s = stats_;
+  if (socket_.is_open()) s.tcp_segments = tcp_data_segments_sent(const_cast<Socket&>(socket_).native_handle());
+  return s;
+}
+
+Socket SocketStream::release_socket() { return std::move(socket_); }
+
+}  // namespace sluice

@@ -1,0 +1,54 @@
+// A plain TCP or Unix-domain stream: frames leave as gathered writes (one sendmsg
+// carries many headers and payloads), MSG_MORE only while more is already queued.
+#pragma once
+
+#include <asio/generic/stream_protocol.hpp>
+
+#include "engine/net/stream.hpp"
+
+namespace sluice {
+
+using Socket = asio::generic::stream_protocol::socket;
+
+class SocketStream final : public Stream {
+ public:
+  SocketStream(Socket socket, StreamOptions options = {});
+  ~SocketStream() override;
+
+  awaitable<Status> read_exactly(std::span<std::byte> into) override;
+  awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) override;
+  awaitable<Status> close() override;
+  void abort() override;
+  StreamStats stats() const override;
+  bool is_tls() const override { return false; }
+  std::string peer() const override { return peer_; }
+
+  Socket& socket() { return socket_; }
+  // Hands the connection over (STARTTLS upgrades a negotiated plain stream).
+  Socket release_socket();
+
+ protected:
+  awaitable<Status> transmit(std::span<const Pending> batch, bool more) override;
+  std::size_t batch_bytes() const override { return options_.batch_bytes; }
+  std::size_t batch_frames() const override { return 32; }  // two iovecs each, Asio's limit is 64
+
+ private:
+  Socket socket_;
+  StreamOptions options_;
+  std::string peer_;
+  StreamStats stats_;
+};
+
+// Sends all of `buffers` with one or more sendmsg calls (MSG_NOSIGNAL, plus MSG_MORE
+// when `more`), counting calls into `stats`. Shared by the plain and TLS streams.
+awaitable<Status> send_all(Socket& socket, std::vector<asio::const_buffer> buffers, bool more,
+                           StreamStats& stats, const std::string& peer);
+
+// Reads exactly `into` or fails naming the peer.
+awaitable<Status> receive_exactly(Socket& socket, std::span<std::byte> into, const std::string& peer);
+
+// "tcp 127.0.0.1:10809" / "unix /path"; configures TCP_NODELAY as asked.
+std::string describe_peer(Socket& socket);
+void apply_socket_options(Socket& socket, const StreamOptions& options);
+
+}  // namespace sluice

@@ -1,0 +1,91 @@
+// Stream: a connected byte stream (TCP or Unix socket, plain or TLS) as the protocol
+// code sees it.
+//
+// Writing is by frames: a header and a payload. Frames leave in the order send() was
+// called, gathered into as few socket writes as possible (and, with TLS, as few records
+// as possible). There is no writer coroutine of its own: the first sender to find the
+// stream idle writes every frame queued meanwhile (group commit), so nothing outlives
+// the callers and no lock is needed. Reading is for one reader at a time.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+
+#include "engine/asio.hpp"
+#include "engine/completion.hpp"
+#include "engine/error.hpp"
+
+namespace sluice {
+
+struct Frame {
+  // `head` may lie directly in front of `body` (a header in a buffer's headroom); the
+  // stream then sends them as one contiguous span.
+  std::span<const std::byte> head;
+  std::span<const std::byte> body;
+
+  std::size_t size() const { return head.size() + body.size(); }
+  bool contiguous() const { return head.empty() || head.data() + head.size() == body.data() || body.empty(); }
+};
+
+struct StreamStats {
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t socket_writes = 0;  // send calls issued
+  std::uint64_t tls_records = 0;    // records written (TLS only)
+  std::uint64_t tls_record_bytes = 0;
+  std::uint64_t tcp_segments = 0;   // data segments sent (TCP_INFO), 0 if unknown
+};
+
+struct StreamOptions {
+  bool nodelay = true;            // TCP_NODELAY; Sluice batches itself
+  std::size_t batch_bytes = 1u << 20;  // most bytes one gathered write carries
+};
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+
+  // Queues `frame` and completes once all of its bytes have been handed to the kernel.
+  // The spans must stay valid until then.
+  awaitable<Status> send(Frame frame);
+
+  // Reads exactly into.size() bytes. The peer closing first is an error.
+  virtual awaitable<Status> read_exactly(std::span<std::byte> into) = 0;
+  // Reads what is available (at least one byte); 0 means the peer closed cleanly.
+  virtual awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) = 0;
+
+  // Sends whatever is queued, ends the stream cleanly (TLS close_notify, shutdown of
+  // the write side) and closes it.
+  virtual awaitable<Status> close() = 0;
+  // Fails every pending operation promptly and closes the socket.
+  virtual void abort() = 0;
+
+  virtual StreamStats stats() const = 0;
+  virtual bool is_tls() const = 0;
+  // "tcp 127.0.0.1:10809", "unix /run/x.sock", for messages.
+  virtual std::string peer() const = 0;
+
+ protected:
+  struct Pending {
+    Frame frame;
+    Completion* done;
+  };
+  // Writes a batch taken from the front of the queue. `more` says whether more frames
+  // are already queued behind it (MSG_MORE is allowed only then).
+  virtual awaitable<Status> transmit(std::span<const Pending> batch, bool more) = 0;
+  virtual std::size_t batch_bytes() const = 0;
+  // How many frames may go into one transmit() call.
+  virtual std::size_t batch_frames() const = 0;
+
+  // Fails everything queued (used by abort()).
+  void fail_pending(const Error& error);
+
+ private:
+  awaitable<void> write_queued();
+
+  std::deque<Pending> queue_;
+  bool writing_ = false;
+};
+
+}  // namespace sluice

@@ -1,0 +1,29 @@
+// How a TLS endpoint authenticates itself and its peer.
+#pragma once
+
+#include <string>
+
+namespace sluice {
+
+struct TlsOptions {
+  // Certificates (X.509). A client verifies the server against `ca_file` (or the system
+  // store when empty); a server given `ca_file` requires and verifies client certificates.
+  std::string ca_file;
+  std::string certificate;  // PEM; the server's, or the client's own (optional)
+  std::string private_key;
+  bool verify_peer = true;  // client side: certificate and host name
+  std::string hostname;     // SNI and the name to verify; empty: no SNI, no name check
+
+  // Pre-shared keys instead of certificates: a file of "identity:hexkey" lines
+  // (nbdkit's --tls-psk format). A client uses `psk_identity` (or the first line).
+  std::string psk_file;
+  std::string psk_identity;
+
+  std::string ciphers;       // TLS 1.2 cipher list (OpenSSL syntax); empty: OpenSSL's default
+  std::string ciphersuites;  // TLS 1.3 suites; empty: OpenSSL's default
+  bool tls12_only = false;   // what xen-api's stunnel speaks
+
+  bool enabled() const { return !certificate.empty() || !ca_file.empty() || !psk_file.empty(); }
+};
+
+}  // namespace sluice

@@ -1,0 +1,81 @@
+// A TLS stream on our own SSL object, not asio::ssl::stream: OpenSSL reads and writes
+// ciphertext through a small custom BIO into plain byte vectors, so
+//  - a frame whose header sits in front of its payload is encrypted in one SSL_write
+//    (the header shares the payload's first record);
+//  - a header that is not contiguous is staged with the first part of its payload, so
+//    no record ever carries a header alone;
+//  - ciphertext of a whole batch leaves in large socket writes, not one per record.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <openssl/ssl.h>
+
+#include "engine/net/socket_stream.hpp"
+#include "engine/net/stream.hpp"
+#include "engine/net/tls_context.hpp"
+
+namespace sluice {
+
+class TlsStream final : public Stream {
+ public:
+  // Runs the TLS handshake on a connected socket (fresh, or after a plaintext
+  // negotiation such as NBD's STARTTLS). A client checks `hostname` unless verification
+  // is off; a failure says what went wrong (certificate, name, protocol, peer gone).
+  static awaitable<Result<std::unique_ptr<TlsStream>>> handshake(std::shared_ptr<TlsContext> context,
+                                                                 Socket socket, StreamOptions options,
+                                                                 std::string hostname = {});
+  ~TlsStream() override;
+
+  awaitable<Status> read_exactly(std::span<std::byte> into) override;
+  awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) override;
+  awaitable<Status> close() override;
+  void abort() override;
+  StreamStats stats() const override;
+  bool is_tls() const override { return true; }
+  std::string peer() const override { return peer_; }
+
+  // Called with the length of every record written (header included); for tests that
+  // assert how headers and payloads share records.
+  void observe_records(std::function<void(std::size_t)> observer) { record_observer_ = std::move(observer); }
+  std::string protocol_version() const { return SSL_get_version(ssl_); }
+  std::string cipher() const { return SSL_get_cipher_name(ssl_); }
+
+ protected:
+  awaitable<Status> transmit(std::span<const Pending> batch, bool more) override;
+  std::size_t batch_bytes() const override { return options_.batch_bytes; }
+  std::size_t batch_frames() const override { return 64; }
+
+ private:
+  TlsStream(std::shared_ptr<TlsContext> context, Socket socket, StreamOptions options);
+  static int bio_write(BIO* bio, const char* data, std::size_t length, std::size_t* written);
+  static int bio_read(BIO* bio, char* data, std::size_t length, std::size_t* read);
+  static long bio_ctrl(BIO* bio, int command, long number, void* pointer);
+  static void message_callback(int write_p, int version, int content_type, const void* buf, std::size_t len,
+                               SSL* ssl, void* arg);
+
+  awaitable<Status> run_handshake(const std::string& hostname);
+  Status encrypt(std::span<const std::byte> plaintext);
+  awaitable<Status> flush(bool more);
+  awaitable<Status> receive_ciphertext();
+  Error tls_error(const std::string& what, int ret);
+
+  std::shared_ptr<TlsContext> context_;
+  Socket socket_;
+  StreamOptions options_;
+  std::string peer_;
+  SSL* ssl_ = nullptr;
+  std::vector<std::byte> out_;      // ciphertext not yet sent
+  std::vector<std::byte> sending_;  // ciphertext being sent
+  std::vector<std::byte> in_;   // ciphertext received, [in_begin_, in_end_) not yet decrypted
+  std::size_t in_begin_ = 0;
+  std::size_t in_end_ = 0;
+  bool peer_closed_ = false;
+  std::vector<std::byte> staging_;  // a detached header and the start of its payload
+  StreamStats stats_;
+  std::function<void(std::size_t)> record_observer_;
+};
+
+}  // namespace sluice

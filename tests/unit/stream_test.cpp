@@ -1,0 +1,221 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <vector>
+
+#include "engine/buffer.hpp"
+#include "engine/net/address.hpp"
+#include "engine/net/socket_stream.hpp"
+#include "engine/net/tls_stream.hpp"
+#include "engine/task_group.hpp"
+#include "run_loop.hpp"
+#include "temp_dir.hpp"
+#include "test_certificates.hpp"
+
+using namespace sluice;
+
+namespace {
+
+struct Pair {
+  std::unique_ptr<Stream> client;
+  std::unique_ptr<Stream> server;
+};
+
+// Coroutines get their state as parameters: a lambda coroutine spawned from a
+// temporary closure would outlive its captures.
+awaitable<Status> connect_into(NetAddress target, std::optional<Result<Socket>>* out) {
+  *out = co_await connect_to(target);
+  co_return Status{};
+}
+
+awaitable<Status> accept_tls(std::shared_ptr<TlsContext> tls, Socket socket,
+                             std::optional<Result<std::unique_ptr<TlsStream>>>* out) {
+  *out = co_await TlsStream::handshake(tls, std::move(socket), {});
+  co_return Status{};
+}
+
+// A connected pair over loopback TCP, optionally upgraded to TLS on both ends.
+awaitable<Result<Pair>> connected_pair(std::shared_ptr<TlsContext> client_tls = nullptr,
+                                       std::shared_ptr<TlsContext> server_tls = nullptr,
+                                       std::string hostname = "localhost") {
+  auto ex = co_await asio::this_coro::executor;
+  auto acceptor = listen_on(ex, NetAddress{NetAddress::Kind::tcp, "127.0.0.1", 0, {}});
+  if (!acceptor) co_return tl::unexpected(acceptor.error());
+  NetAddress target{NetAddress::Kind::tcp, "127.0.0.1", bound_port(*acceptor), {}};
+  Socket accepted(ex);
+  std::optional<Result<Socket>> connected;
+  TaskGroup group(ex);
+  group.spawn(connect_into(target, &connected));
+  auto [ec] = co_await acceptor->async_accept(accepted, use_nothrow);
+  co_await group.join();
+  if (ec) co_return fail(ec, "accept");
+  if (!*connected) co_return tl::unexpected(connected->error());
+  Pair pair;
+  if (!client_tls) {
+    pair.client = std::make_unique<SocketStream>(std::move(**connected));
+    pair.server = std::make_unique<SocketStream>(std::move(accepted));
+    co_return pair;
+  }
+  std::optional<Result<std::unique_ptr<TlsStream>>> server_side;
+  TaskGroup handshakes(ex);
+  handshakes.spawn(accept_tls(server_tls, std::move(accepted), &server_side));
+  auto client_side = co_await TlsStream::handshake(client_tls, std::move(**connected), {}, hostname);
+  co_await handshakes.join();
+  if (!client_side) co_return tl::unexpected(client_side.error());
+  if (!*server_side) co_return tl::unexpected(server_side->error());
+  pair.client = std::move(*client_side);
+  pair.server = std::move(**server_side);
+  co_return pair;
+}
+
+// Sends `count` frames of `size` bytes with a 12-byte header (in headroom when
+// `contiguous`), reads them back on the other end and compares.
+awaitable<Status> exchange(Pair& pair, int count, std::size_t size, bool contiguous) {
+  auto ex = co_await asio::this_coro::executor;
+  std::vector<std::byte> expected;
+  std::vector<Buffer> payloads;
+  std::vector<std::array<std::byte, 12>> loose(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    Buffer b = Buffer::allocate(size, 4096);
+    for (std::size_t j = 0; j < size; ++j) b.data()[j] = std::byte(static_cast<unsigned char>(j * 7 + static_cast<std::size_t>(i)));
+    auto head = contiguous ? b.prefix(12) : std::span<std::byte>(loose[static_cast<std::size_t>(i)]);
+    for (std::size_t j = 0; j < 12; ++j) head[j] = std::byte(static_cast<unsigned char>(0xA0 + j));
+    expected.insert(expected.end(), head.begin(), head.end());
+    expected.insert(expected.end(), b.data().begin(), b.data().end());
+    payloads.push_back(std::move(b));
+  }
+  TaskGroup senders(ex);
+  for (int i = 0; i < count; ++i) {
+    auto& b = payloads[static_cast<std::size_t>(i)];
+    Frame frame{contiguous ? std::span<const std::byte>(b.prefix(12))
+                           : std::span<const std::byte>(loose[static_cast<std::size_t>(i)]),
+                b.data()};
+    senders.spawn(pair.client->send(frame));
+  }
+  std::vector<std::byte> received(expected.size());
+  Status got = co_await pair.server->read_exactly(received);
+  if (Status s = co_await senders.join(); !s) co_return s;
+  if (!got) co_return got;
+  CHECK(received == expected);
+  co_return Status{};
+}
+
+}  // namespace
+
+TEST_CASE("plain TCP: frames arrive whole and in order, gathered into few writes") {
+  auto task = [&]() -> awaitable<Status> {
+    auto pair = co_await connected_pair();
+    if (!pair) co_return tl::unexpected(pair.error());
+    if (Status s = co_await exchange(*pair, 50, 65536, true); !s) co_return s;
+    if (Status s = co_await exchange(*pair, 20, 4096, false); !s) co_return s;
+    CHECK(pair->client->stats().socket_writes < 70);  // concurrent senders were batched
+    CHECK(pair->client->stats().tcp_segments > 0);
+    co_await pair->client->close();
+    std::byte one{};
+    auto eof = co_await pair->server->read_some({&one, 1});
+    CHECK(eof);
+    if (eof) CHECK(*eof == 0);
+    co_return Status{};
+  };
+  CHECK(test::run(task()));
+}
+
+TEST_CASE("TLS: a 2 MiB chunk with its header costs the minimum number of records") {
+  test::TempDir dir;
+  test::TestCertificates certs(dir.path());
+  TlsOptions client_options;
+  client_options.ca_file = certs.path("ca-cert.pem");
+  TlsOptions server_options;
+  server_options.certificate = certs.path("server-cert.pem");
+  server_options.private_key = certs.path("server-key.pem");
+  for (bool contiguous : {true, false}) {
+    CAPTURE(contiguous);
+    auto task = [&]() -> awaitable<Status> {
+      auto client_tls = TlsContext::create(TlsRole::client, client_options);
+      auto server_tls = TlsContext::create(TlsRole::server, server_options);
+      REQUIRE(client_tls);
+      REQUIRE(server_tls);
+      auto pair = co_await connected_pair(*client_tls, *server_tls);
+      if (!pair) co_return tl::unexpected(pair.error());
+      std::vector<std::size_t> records;
+      static_cast<TlsStream&>(*pair->client).observe_records([&](std::size_t r) { records.push_back(r); });
+      if (Status s = co_await exchange(*pair, 3, 2u << 20, contiguous); !s) co_return s;
+      // ceil((2 MiB + 12) / 16 KiB) = 129 records per chunk. The header rides in a
+      // full first record with payload; only the payload's last 12 bytes spill over.
+      REQUIRE(records.size() == 3 * 129);
+      for (std::size_t chunk = 0; chunk < 3; ++chunk) {
+        CHECK(records[chunk * 129] > 16384);
+        CHECK(records[chunk * 129 + 128] < 64);
+      }
+      // Ciphertext leaves in large writes, not one per record.
+      CHECK(pair->client->stats().socket_writes <= 12);
+      co_await pair->client->close();
+      co_return Status{};
+    };
+    CHECK(test::run(task()));
+  }
+}
+
+TEST_CASE("TLS: an untrusted certificate or a wrong host name is refused clearly") {
+  test::TempDir dir;
+  test::TestCertificates certs(dir.path());
+  test::TempDir other_dir;
+  test::TestCertificates other(other_dir.path());
+  TlsOptions server_options;
+  server_options.certificate = certs.path("server-cert.pem");
+  server_options.private_key = certs.path("server-key.pem");
+  auto server_tls = TlsContext::create(TlsRole::server, server_options);
+  REQUIRE(server_tls);
+
+  TlsOptions wrong_ca;
+  wrong_ca.ca_file = other.path("ca-cert.pem");
+  auto client_tls = TlsContext::create(TlsRole::client, wrong_ca);
+  REQUIRE(client_tls);
+  asio::io_context context(1);  // outlives the streams below
+  auto pair = test::run(context, connected_pair(*client_tls, *server_tls));
+  REQUIRE_FALSE(pair);
+  CHECK(pair.error().message.find("certificate verification failed") != std::string::npos);
+
+  TlsOptions right_ca;
+  right_ca.ca_file = certs.path("ca-cert.pem");
+  auto named = TlsContext::create(TlsRole::client, right_ca);
+  REQUIRE(named);
+  pair = test::run(context, connected_pair(*named, *server_tls, "not-localhost.example"));
+  REQUIRE_FALSE(pair);
+  CHECK(pair.error().message.find("hostname mismatch") != std::string::npos);
+
+  TlsOptions no_verify;
+  no_verify.verify_peer = false;
+  no_verify.ca_file = other.path("ca-cert.pem");
+  auto trusting = TlsContext::create(TlsRole::client, no_verify);
+  REQUIRE(trusting);
+  pair = test::run(context, connected_pair(*trusting, *server_tls));
+  CHECK(pair);
+}
+
+TEST_CASE("TLS with a pre-shared key, in nbdkit's key file format") {
+  test::TempDir dir;
+  std::ofstream(dir.file("keys.psk")) << "alice:0123456789abcdef0123456789abcdef\n";
+  std::ofstream(dir.file("wrong.psk")) << "alice:ffffffffffffffffffffffffffffffff\n";
+  TlsOptions server_options;
+  server_options.psk_file = dir.file("keys.psk");
+  auto server_tls = TlsContext::create(TlsRole::server, server_options);
+  REQUIRE(server_tls);
+  TlsOptions client_options;
+  client_options.psk_file = dir.file("keys.psk");
+  auto client_tls = TlsContext::create(TlsRole::client, client_options);
+  REQUIRE(client_tls);
+  auto task = [&]() -> awaitable<Status> {
+    auto pair = co_await connected_pair(*client_tls, *server_tls, "");
+    if (!pair) co_return tl::unexpected(pair.error());
+    co_return co_await exchange(*pair, 4, 100000, false);
+  };
+  CHECK(test::run(task()));
+
+  client_options.psk_file = dir.file("wrong.psk");
+  auto wrong = TlsContext::create(TlsRole::client, client_options);
+  REQUIRE(wrong);
+  asio::io_context context(1);
+  auto pair = test::run(context, connected_pair(*wrong, *server_tls, ""));
+  CHECK_FALSE(pair);
+}
