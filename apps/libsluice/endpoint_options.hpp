@@ -1,12 +1,24 @@
 // Everything that says how to open an endpoint, beyond its URI.
 #pragma once
 
+#include <chrono>
+#include <string>
+
+#include "engine/net/stream.hpp"
+#include "engine/net/tls_options.hpp"
 #include "storage/file_options.hpp"
 
 namespace sluice {
 
 struct EndpointOptions {
   FileOptions file;
+
+  // Network endpoints.
+  std::string protocol;  // tcp:// tls:// unix://: "chunked" (default), "raw" or "nbd"
+  TlsOptions tls;        // tls://, https://, nbds:// (URI parameters may add to it)
+  StreamOptions stream;  // TCP_NODELAY and batching
+  unsigned connections = 1;         // NBD multi-conn, when the server allows it
+  std::chrono::seconds timeout{0};  // a peer that stops answering (0: no limit)
 };
 
 }  // namespace sluice

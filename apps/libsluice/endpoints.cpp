@@ -1,5 +1,7 @@
 #include "apps/libsluice/endpoints.hpp"
 
+#include "apps/libsluice/nbd_endpoints.hpp"
+#include "apps/libsluice/stream_endpoints.hpp"
 #include "engine/uri.hpp"
 #include "storage/file_destination.hpp"
 #include "storage/file_source.hpp"
@@ -33,6 +35,7 @@ awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
   }
   auto uri = parse_uri(text);
   if (!uri) co_return tl::unexpected(uri.error());
+  if (is_nbd_uri(*uri, options)) co_return co_await open_nbd_source(*uri, options);
   co_return unsupported(text, "source");
 }
 
@@ -48,6 +51,8 @@ awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_vie
   auto uri = parse_uri(text);
   if (!uri) co_return tl::unexpected(uri.error());
   if (uri->scheme == "null") co_return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
+  if (is_nbd_uri(*uri, options)) co_return co_await open_nbd_destination(*uri, size, options);
+  if (is_stream_destination(*uri)) co_return co_await open_stream_destination(*uri, size, options);
   co_return unsupported(text, "destination");
 }
 

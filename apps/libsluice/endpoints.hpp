@@ -2,6 +2,9 @@
 //
 //   /path, file:///path     a raw image in a file or on a block device
 //   null:                   (destination) discard everything
+//   nbd://, nbds://, nbd+unix://, nbds+unix://     an NBD export (nbd_endpoints)
+//   tcp://, tls://, unix://, http://, https://      (destination) a Chunked or raw
+//                           stream, or the xen-api import (stream_endpoints)
 #pragma once
 
 #include <cstdint>

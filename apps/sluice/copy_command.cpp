@@ -37,6 +37,19 @@ void copy_usage() {
       "  --stats               print a JSON summary at the end (stdout; stderr with\n"
       "                        --progress=xapi)\n"
       "\n"
+      "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q,\n"
+      "nbd://H[:P]/EXPORT, nbds://..., nbd+unix:///EXPORT?socket=PATH, nbds+unix://...\n"
+      "  --protocol chunked|raw|nbd   framing on tcp://, tls://, unix:// (default chunked)\n"
+      "  --tls-ca FILE         trust these CAs (default: the system's)\n"
+      "  --tls-cert FILE, --tls-key FILE   a client certificate\n"
+      "  --tls-no-verify       do not verify the server's certificate or name\n"
+      "  --tls-hostname NAME   the name to send (SNI) and verify\n"
+      "  --tls-psk-file FILE   pre-shared keys, identity:hexkey lines\n"
+      "  --tls-ciphers LIST, --tls-ciphersuites LIST, --tls12\n"
+      "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
+      "  --connections N       NBD connections when the server allows multi-conn\n"
+      "  --timeout SECONDS     fail when the peer stops answering\n"
+      "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
       "2 on a usage error.\n",
       stdout);
@@ -55,6 +68,19 @@ enum Option {
   opt_progress,
   opt_stats,
   opt_help,
+  opt_protocol,
+  opt_tls_ca,
+  opt_tls_cert,
+  opt_tls_key,
+  opt_tls_no_verify,
+  opt_tls_hostname,
+  opt_tls_psk_file,
+  opt_tls_ciphers,
+  opt_tls_ciphersuites,
+  opt_tls12,
+  opt_no_nodelay,
+  opt_connections,
+  opt_timeout,
 };
 
 std::uint64_t size_argument(const char* name, const char* text) {
@@ -86,6 +112,19 @@ CopyRequest parse(int argc, char** argv) {
       {"progress", optional_argument, nullptr, opt_progress},
       {"stats", no_argument, nullptr, opt_stats},
       {"help", no_argument, nullptr, opt_help},
+      {"protocol", required_argument, nullptr, opt_protocol},
+      {"tls-ca", required_argument, nullptr, opt_tls_ca},
+      {"tls-cert", required_argument, nullptr, opt_tls_cert},
+      {"tls-key", required_argument, nullptr, opt_tls_key},
+      {"tls-no-verify", no_argument, nullptr, opt_tls_no_verify},
+      {"tls-hostname", required_argument, nullptr, opt_tls_hostname},
+      {"tls-psk-file", required_argument, nullptr, opt_tls_psk_file},
+      {"tls-ciphers", required_argument, nullptr, opt_tls_ciphers},
+      {"tls-ciphersuites", required_argument, nullptr, opt_tls_ciphersuites},
+      {"tls12", no_argument, nullptr, opt_tls12},
+      {"no-nodelay", no_argument, nullptr, opt_no_nodelay},
+      {"connections", required_argument, nullptr, opt_connections},
+      {"timeout", required_argument, nullptr, opt_timeout},
       {nullptr, 0, nullptr, 0},
   };
   CopyRequest request;
@@ -125,6 +164,33 @@ CopyRequest parse(int argc, char** argv) {
         break;
       }
       case opt_stats: request.stats = true; break;
+      case opt_protocol: {
+        std::string p = optarg;
+        if (p != "chunked" && p != "raw" && p != "nbd") throw UsageError("--protocol must be chunked, raw or nbd");
+        request.endpoints.protocol = p;
+        break;
+      }
+      case opt_tls_ca: request.endpoints.tls.ca_file = optarg; break;
+      case opt_tls_cert: request.endpoints.tls.certificate = optarg; break;
+      case opt_tls_key: request.endpoints.tls.private_key = optarg; break;
+      case opt_tls_no_verify: request.endpoints.tls.verify_peer = false; break;
+      case opt_tls_hostname: request.endpoints.tls.hostname = optarg; break;
+      case opt_tls_psk_file: request.endpoints.tls.psk_file = optarg; break;
+      case opt_tls_ciphers: request.endpoints.tls.ciphers = optarg; break;
+      case opt_tls_ciphersuites: request.endpoints.tls.ciphersuites = optarg; break;
+      case opt_tls12: request.endpoints.tls.tls12_only = true; break;
+      case opt_no_nodelay: request.endpoints.stream.nodelay = false; break;
+      case opt_connections: {
+        auto n = size_argument("connections", optarg);
+        if (n == 0 || n > 64) throw UsageError("--connections must be between 1 and 64");
+        request.endpoints.connections = static_cast<unsigned>(n);
+        break;
+      }
+      case opt_timeout: {
+        auto n = size_argument("timeout", optarg);
+        request.endpoints.timeout = std::chrono::seconds(n);
+        break;
+      }
       case opt_help:
       case 'h': copy_usage(); std::exit(exit_ok);
       case '?':

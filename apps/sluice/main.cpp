@@ -7,6 +7,7 @@
 #include "apps/sluice/copy_command.hpp"
 #include "apps/sluice/demo_command.hpp"
 #include "apps/sluice/info_command.hpp"
+#include "apps/sluice/serve_command.hpp"
 #include "apps/sluice/usage_error.hpp"
 
 #ifndef SLUICE_VERSION
@@ -21,6 +22,7 @@ void usage(std::FILE* out) {
       "\n"
       "  copy [options] SOURCE DESTINATION   copy a disk image (sluice copy --help)\n"
       "  info [--json] SOURCE                size, allocation and extent map\n"
+      "  serve --listen URI [options]        receive images (sluice serve --help)\n"
       "  demo [--size SIZE] [--keep]         copy a generated sparse image and verify it\n"
       "  --help, --version\n",
       out);
@@ -47,10 +49,11 @@ int main(int argc, char** argv) {
     if (command == "copy") return copy_command(argc - 1, argv + 1);
     if (command == "info") return info_command(argc - 1, argv + 1);
     if (command == "demo") return demo_command(argc - 1, argv + 1);
+    if (command == "serve") return serve_command(argc - 1, argv + 1);
     throw UsageError("unknown command '" + std::string(command) + "'");
   } catch (const UsageError& e) {
     std::fprintf(stderr, "sluice: %s\nTry 'sluice %s--help'.\n", e.what(),
-                 command == "copy" || command == "info" ? (std::string(command) + " ").c_str() : "");
+                 command == "copy" || command == "info" || command == "serve" ? (std::string(command) + " ").c_str() : "");
     return exit_usage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice: internal error: %s\n", e.what());

@@ -9,6 +9,8 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 
+#include "engine/uri.hpp"
+
 namespace sluice {
 
 std::string NetAddress::describe() const {
@@ -81,6 +83,27 @@ std::uint16_t bound_port(const Acceptor& acceptor) {
   if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
   if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
   return 0;
+}
+
+}  // namespace sluice
+
+namespace sluice {
+
+Result<ListenOrConnect> parse_socket_uri(std::string_view text) {
+  auto uri = parse_uri(text);
+  if (!uri) return tl::unexpected(uri.error());
+  ListenOrConnect out;
+  if (uri->scheme == "unix") {
+    if (uri->path.empty()) return fail(std::errc::invalid_argument, "'" + std::string(text) + "': no socket path");
+    out.address = NetAddress{NetAddress::Kind::unix_socket, {}, 0, uri->path};
+    return out;
+  }
+  if (uri->scheme != "tcp" && uri->scheme != "tls")
+    return fail(std::errc::invalid_argument, "'" + std::string(text) + "': expected tcp://, tls:// or unix://");
+  if (!uri->port) return fail(std::errc::invalid_argument, "'" + std::string(text) + "': no port");
+  out.address = NetAddress{NetAddress::Kind::tcp, uri->host, *uri->port, {}};
+  out.tls = uri->scheme == "tls";
+  return out;
 }
 
 }  // namespace sluice

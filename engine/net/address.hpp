@@ -35,3 +35,14 @@ Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog =
 std::uint16_t bound_port(const Acceptor& acceptor);
 
 }  // namespace sluice
+
+namespace sluice {
+
+// tcp://HOST:PORT, tls://HOST:PORT (TCP, with `tls` set), unix:///PATH.
+struct ListenOrConnect {
+  NetAddress address;
+  bool tls = false;
+};
+Result<ListenOrConnect> parse_socket_uri(std::string_view text);
+
+}  // namespace sluice

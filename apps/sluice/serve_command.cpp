@@ -1,0 +1,226 @@
+#include "apps/sluice/serve_command.hpp"
+
+#include <getopt.h>
+#include <unistd.h>
+
+#include <asio/signal_set.hpp>
+#include <cstdio>
+#include <optional>
+
+#include "apps/sluice/serve_service.hpp"
+#include "apps/sluice/usage_error.hpp"
+#include "engine/net/address.hpp"
+#include "engine/net/server_loop.hpp"
+#include "engine/size_parse.hpp"
+
+namespace sluice::cli {
+
+namespace {
+
+void serve_usage() {
+  std::fputs(
+      "usage: sluice serve --listen URI [--protocol chunked|raw|nbd] [options]\n"
+      "\n"
+      "Receives images. URI: tcp://HOST:PORT, tls://HOST:PORT or unix:///PATH.\n"
+      "\n"
+      "Chunked and raw (xen-api's vhd-tool protocols):\n"
+      "  --output PATH         where the image is written (file or block device)\n"
+      "  --size BYTES          the image's size (default: the output's size)\n"
+      "  --http                answer the xen-api import PUT before the body\n"
+      "  --once                serve one connection, exit with its result\n"
+      "  --direct              O_DIRECT writes\n"
+      "  --progress[=bar|json|xapi]\n"
+      "\n"
+      "NBD:\n"
+      "  --export NAME=PATH    an export (repeatable); only configured names are served\n"
+      "  --read-only           refuse writes\n"
+      "  --tls=require|off     STARTTLS policy (require when credentials are given)\n"
+      "  --max-connections N   refuse connections beyond N (default 16)\n"
+      "  --handshake-timeout S drop clients stalled in the handshake (default 30)\n"
+      "\n"
+      "TLS (tls:// listeners, NBD STARTTLS):\n"
+      "  --tls-cert FILE --tls-key FILE   the server's certificate and key\n"
+      "  --tls-ca FILE         require client certificates signed by this CA\n"
+      "  --tls-psk-file FILE   pre-shared keys, identity:hexkey lines\n"
+      "  --tls-ciphers LIST, --tls-ciphersuites LIST, --tls12\n"
+      "\n"
+      "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
+      "\n"
+      "Runs until SIGTERM or SIGINT (or after one connection with --once), finishing\n"
+      "the requests in flight and flushing before it exits.\n",
+      stdout);
+}
+
+enum Option {
+  opt_listen = 256, opt_protocol, opt_http, opt_output, opt_size, opt_once, opt_direct, opt_progress,
+  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_handshake_timeout, opt_tls_cert, opt_tls_key,
+  opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
+};
+
+std::uint64_t number_argument(const char* name, const char* text) {
+  auto value = parse_size(text);
+  if (!value) throw UsageError(std::string("--") + name + ": " + value.error().message);
+  return *value;
+}
+
+ServeOptions parse(int argc, char** argv) {
+  static const struct option options[] = {
+      {"listen", required_argument, nullptr, opt_listen},
+      {"protocol", required_argument, nullptr, opt_protocol},
+      {"http", no_argument, nullptr, opt_http},
+      {"output", required_argument, nullptr, opt_output},
+      {"size", required_argument, nullptr, opt_size},
+      {"once", no_argument, nullptr, opt_once},
+      {"direct", no_argument, nullptr, opt_direct},
+      {"progress", optional_argument, nullptr, opt_progress},
+      {"export", required_argument, nullptr, opt_export},
+      {"read-only", no_argument, nullptr, opt_read_only},
+      {"tls", required_argument, nullptr, opt_tls},
+      {"max-connections", required_argument, nullptr, opt_max_connections},
+      {"handshake-timeout", required_argument, nullptr, opt_handshake_timeout},
+      {"tls-cert", required_argument, nullptr, opt_tls_cert},
+      {"tls-key", required_argument, nullptr, opt_tls_key},
+      {"tls-ca", required_argument, nullptr, opt_tls_ca},
+      {"tls-psk-file", required_argument, nullptr, opt_tls_psk_file},
+      {"tls-ciphers", required_argument, nullptr, opt_tls_ciphers},
+      {"tls-ciphersuites", required_argument, nullptr, opt_tls_ciphersuites},
+      {"tls12", no_argument, nullptr, opt_tls12},
+      {"no-nodelay", no_argument, nullptr, opt_no_nodelay},
+      {"help", no_argument, nullptr, opt_help},
+      {nullptr, 0, nullptr, 0},
+  };
+  ServeOptions o;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+h", options, nullptr)) != -1) {
+    switch (c) {
+      case opt_listen: o.listen = optarg; break;
+      case opt_protocol:
+        o.protocol = optarg;
+        if (o.protocol != "chunked" && o.protocol != "raw" && o.protocol != "nbd")
+          throw UsageError("--protocol must be chunked, raw or nbd");
+        break;
+      case opt_http: o.http = true; break;
+      case opt_output: o.output = optarg; break;
+      case opt_size: o.size = number_argument("size", optarg); break;
+      case opt_once: o.once = true; break;
+      case opt_direct: o.direct = true; break;
+      case opt_progress: {
+        auto style = parse_progress_style(optarg ? optarg : "", isatty(STDERR_FILENO) != 0);
+        if (!style) throw UsageError(std::string("--progress: unknown style '") + optarg + "'");
+        o.progress = *style;
+        break;
+      }
+      case opt_export: {
+        std::string spec = optarg;
+        auto eq = spec.find('=');
+        if (eq == std::string::npos || eq + 1 == spec.size())
+          throw UsageError("--export takes NAME=PATH (got '" + spec + "')");
+        o.exports.push_back(ExportSpec{spec.substr(0, eq), spec.substr(eq + 1)});
+        break;
+      }
+      case opt_read_only: o.read_only = true; break;
+      case opt_tls:
+        o.tls_mode = optarg;
+        if (o.tls_mode != "require" && o.tls_mode != "off") throw UsageError("--tls must be require or off");
+        break;
+      case opt_max_connections: {
+        auto n = number_argument("max-connections", optarg);
+        if (n == 0 || n > 4096) throw UsageError("--max-connections must be between 1 and 4096");
+        o.max_connections = static_cast<std::size_t>(n);
+        break;
+      }
+      case opt_handshake_timeout: {
+        auto n = number_argument("handshake-timeout", optarg);
+        if (n == 0) throw UsageError("--handshake-timeout must be at least 1 second");
+        o.handshake_timeout = std::chrono::seconds(n);
+        break;
+      }
+      case opt_tls_cert: o.tls.certificate = optarg; break;
+      case opt_tls_key: o.tls.private_key = optarg; break;
+      case opt_tls_ca: o.tls.ca_file = optarg; break;
+      case opt_tls_psk_file: o.tls.psk_file = optarg; break;
+      case opt_tls_ciphers: o.tls.ciphers = optarg; break;
+      case opt_tls_ciphersuites: o.tls.ciphersuites = optarg; break;
+      case opt_tls12: o.tls.tls12_only = true; break;
+      case opt_no_nodelay: o.stream.nodelay = false; break;
+      case opt_help:
+      case 'h': serve_usage(); std::exit(exit_ok);
+      default: {
+        std::string bad = argv[optind - 1] ? argv[optind - 1] : "?";
+        throw UsageError("unknown or incomplete option '" + bad + "'");
+      }
+    }
+  }
+  if (optind != argc) throw UsageError(std::string("unexpected argument '") + argv[optind] + "'");
+  if (o.listen.empty()) throw UsageError("serve needs --listen URI");
+  if (o.protocol == "nbd") {
+    if (o.exports.empty()) throw UsageError("--protocol nbd needs at least one --export NAME=PATH");
+    if (!o.output.empty() || o.http) throw UsageError("--output and --http are for chunked and raw");
+  } else {
+    if (o.output.empty()) throw UsageError("--protocol " + o.protocol + " needs --output PATH");
+    if (!o.exports.empty()) throw UsageError("--export is for --protocol nbd");
+  }
+  if (!o.tls.certificate.empty() && o.tls.private_key.empty()) o.tls.private_key = o.tls.certificate;
+  return o;
+}
+
+}  // namespace
+
+int serve_command(int argc, char** argv) {
+  ServeOptions options = parse(argc, argv);
+  auto where = parse_socket_uri(options.listen);
+  if (!where) throw UsageError("--listen: " + where.error().message);
+
+  asio::io_context context(1);
+  auto ex = context.get_executor();
+  ServerLoopOptions loop_options;
+  loop_options.once = options.once;
+  loop_options.max_connections = options.max_connections;
+  loop_options.stream = options.stream;
+  loop_options.handshake_timeout = options.handshake_timeout;
+  if (where->tls) {
+    if (options.protocol == "nbd")
+      throw UsageError("NBD negotiates TLS itself (STARTTLS): listen on tcp:// with --tls-cert/--tls-key");
+    auto tls = TlsContext::create(TlsRole::server, options.tls);
+    if (!tls) {
+      std::fprintf(stderr, "sluice: %s\n", tls.error().message.c_str());
+      return exit_transfer_error;
+    }
+    loop_options.tls = *tls;
+  }
+
+  auto service = options.protocol == "nbd" ? make_nbd_service(ex, options) : make_stream_receiver(ex, options);
+  if (!service) {
+    std::fprintf(stderr, "sluice: %s\n", service.error().message.c_str());
+    return exit_transfer_error;
+  }
+  auto acceptor = listen_on(ex, where->address);
+  if (!acceptor) {
+    std::fprintf(stderr, "sluice: %s\n", acceptor.error().message.c_str());
+    return exit_transfer_error;
+  }
+  ServerLoop loop(std::move(*acceptor), service->handler, loop_options);
+
+  asio::signal_set signals(context, SIGINT, SIGTERM);
+  signals.async_wait([&](const asio::error_code& ec, int) {
+    if (ec) return;
+    loop.stop();
+    service->stop();
+  });
+
+  std::optional<Status> result;
+  asio::co_spawn(context, loop.run(), [&](std::exception_ptr error, Status status) {
+    result = error ? fail(std::errc::io_error, "internal error in the server") : std::move(status);
+    signals.cancel();
+  });
+  context.run();
+  if (!result || !*result) {
+    std::fprintf(stderr, "sluice: %s\n", result ? (*result).error().message.c_str() : "the server did not finish");
+    return exit_transfer_error;
+  }
+  return exit_ok;
+}
+
+}  // namespace sluice::cli

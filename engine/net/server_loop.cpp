@@ -1,0 +1,88 @@
+#include "engine/net/server_loop.hpp"
+
+#include <cstdio>
+
+#include "engine/net/socket_stream.hpp"
+#include "engine/net/tls_stream.hpp"
+
+namespace sluice {
+
+ServerLoop::ServerLoop(Acceptor acceptor, ConnectionHandler handler, ServerLoopOptions options)
+    : acceptor_(std::move(acceptor)), handler_(std::move(handler)), options_(std::move(options)) {
+  if (!options_.report)
+    options_.report = [](const Error& e) { std::fprintf(stderr, "sluice: %s\n", e.message.c_str()); };
+}
+
+void ServerLoop::stop() {
+  stopping_ = true;
+  asio::error_code ignored;
+  acceptor_.cancel(ignored);
+  acceptor_.close(ignored);
+}
+
+awaitable<Status> ServerLoop::run() {
+  auto ex = co_await asio::this_coro::executor;
+  // Connection failures are reported, not fatal, unless `once`.
+  TaskGroup connections(ex);
+  Status first;
+  while (!stopping_) {
+    Socket socket(ex);
+    auto [ec] = co_await acceptor_.async_accept(socket, use_nothrow);
+    if (ec) {
+      if (stopping_) break;
+      if (ec == asio::error::connection_aborted) continue;
+      connections.fail(Error{ec, "accept failed: " + ec.message()});
+      break;
+    }
+    if (active_ >= options_.max_connections) {
+      options_.report(Error{std::make_error_code(std::errc::too_many_files_open),
+                            "refused a connection from " + describe_peer(socket) + ": already serving " +
+                                std::to_string(active_) + " (--max-connections)"});
+      continue;  // closing the socket tells the client
+    }
+    if (options_.once) {
+      stop();
+      first = co_await serve_one(std::move(socket));
+      break;
+    }
+    connections.spawn(serve_one(std::move(socket)));
+  }
+  Status rest = co_await connections.join();
+  if (!first) co_return first;
+  if (!rest && !rest.error().is_cancellation()) co_return rest;
+  co_return Status{};
+}
+
+awaitable<Status> ServerLoop::serve_one(Socket socket) {
+  ++active_;
+  ++served_;
+  std::string peer = describe_peer(socket);
+  std::unique_ptr<Stream> stream;
+  Status status;
+  if (options_.tls) {
+    asio::steady_timer deadline(co_await asio::this_coro::executor, options_.handshake_timeout);
+    int fd = socket.native_handle();
+    deadline.async_wait([fd](asio::error_code ec) {
+      if (!ec) ::shutdown(fd, SHUT_RDWR);  // a client stalled in the handshake
+    });
+    auto tls = co_await TlsStream::handshake(options_.tls, std::move(socket), options_.stream);
+    deadline.cancel();
+    if (tls)
+      stream = std::move(*tls);
+    else
+      status = tl::unexpected(tls.error());
+  } else {
+    stream = std::make_unique<SocketStream>(std::move(socket), options_.stream);
+  }
+  if (stream) status = co_await handler_(std::move(stream));
+  --active_;
+  if (!status && !options_.once) {
+    Error e = status.error();
+    if (e.message.find(peer) == std::string::npos) e.message = peer + ": " + e.message;
+    options_.report(e);
+    co_return Status{};  // reported; the server carries on
+  }
+  co_return status;
+}
+
+}  // namespace sluice
