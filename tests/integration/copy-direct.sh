@@ -35,7 +35,7 @@ expect_ok "$SLUICE" copy --direct "$scratch/unaligned" "$scratch/larger"
 same_content "$scratch/unaligned" "$scratch/larger"
 
 # Both ends really are opened with O_DIRECT.
-strace -f -e trace=openat -o "$scratch/trace" \
+under_strace -f -e trace=openat -o "$scratch/trace" -- \
   "$SLUICE" copy --direct "$scratch/unaligned" "$scratch/traced.copy" >/dev/null
 grep -E "openat\(.*\"$scratch/unaligned\", O_RDONLY.*O_DIRECT" "$scratch/trace" >/dev/null ||
   fail "the source was not opened with O_DIRECT: $(grep "$scratch" "$scratch/trace")"
@@ -44,7 +44,7 @@ grep -E "openat\(.*\"$scratch/traced.copy\", O_WRONLY.*O_DIRECT" "$scratch/trace
 same_content "$scratch/unaligned" "$scratch/traced.copy"
 
 # And without --direct, neither is (the check above can fail).
-strace -f -e trace=openat -o "$scratch/trace" \
+under_strace -f -e trace=openat -o "$scratch/trace" -- \
   "$SLUICE" copy "$scratch/unaligned" "$scratch/traced.copy" >/dev/null
 if grep "$scratch" "$scratch/trace" | grep -q O_DIRECT; then
   fail "O_DIRECT used without --direct"

@@ -156,6 +156,18 @@ random_file() {
   head -c "$(to_bytes "$2")" /dev/urandom >"$1"
 }
 
+# under_strace STRACE-ARGS... -- cmd...: strace a command. LeakSanitizer cannot run
+# under ptrace, so a sanitizer build is traced with leak detection off.
+under_strace() {
+  local args=()
+  while [[ $1 != -- ]]; do
+    args+=("$1")
+    shift
+  done
+  shift
+  ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace "${args[@]}" "$@"
+}
+
 # --- assertions ------------------------------------------------------------------
 
 # same_content A B: byte-identical and the same length (cmp fails on a prefix too).

@@ -72,8 +72,8 @@ run_traced() {
     shift
   done
   shift
-  strace -f -y -qq -e trace="io_uring_setup,io_uring_enter,$data_calls,$loop_calls" \
-    -o "$scratch/trace" "$SLUICE" copy "$@" >/dev/null 2>"$scratch/stderr" ||
+  under_strace -f -y -qq -e trace="io_uring_setup,io_uring_enter,$data_calls,$loop_calls" \
+    -o "$scratch/trace" -- "$SLUICE" copy "$@" >/dev/null 2>"$scratch/stderr" ||
     fail "sluice copy $* under strace failed: $(cat "$scratch/stderr")"
   check_trace "$scratch/trace" "${images[@]}" || fail "sluice copy $*: not on the io_uring data path"
 }
