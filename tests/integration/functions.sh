@@ -172,7 +172,7 @@ under_strace() {
 
 # same_content A B: byte-identical and the same length (cmp fails on a prefix too).
 same_content() {
-  cmp -- "$1" "$2" >/dev/null 2>&1 || fail "$2 differs from $1: $(cmp -- "$1" "$2" 2>&1 | head -1)"
+  cmp -- "$1" "$2" >/dev/null 2>&1 || fail "$2 differs from $1: $(cmp -- "$1" "$2" 2>&1 | sed -n 1p)"
 }
 
 # expect_status CODE cmd...: run cmd (stdout and stderr kept in $out / $err) and

@@ -77,6 +77,13 @@ check_json "$f" "{'source': '$f', 'format': 'raw', 'size': 0, 'allocated': 0, 'e
 expect_ok "$SLUICE" info "$f"
 [[ $out == *"extents:   0"* ]] || fail "sluice info of an empty file: $out"
 
+# A name JSON must escape: quote, backslash, tab, newline.
+f=$scratch/$'we"ird\\na\tme\nx.img'
+sparse_file "$f" 1M
+expect_ok "$SLUICE" info --json "$f"
+"$PYTHON" -c 'import json, sys; assert json.loads(sys.argv[1])["source"] == sys.argv[2]' "$out" "$f" ||
+  fail "info --json does not give back the name $f: $out"
+
 # Errors.
 expect_fail 1 "$scratch/missing.img: No such file or directory" "$SLUICE" info "$scratch/missing.img"
 expect_fail 1 "not a regular file or block device" "$SLUICE" info "$scratch"
