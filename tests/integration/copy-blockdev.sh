@@ -1,0 +1,92 @@
+#!/bin/bash
+# sluice copy to and from block devices (loop devices): a device keeps its contents,
+# so the zero ranges of the source must be zeroed on it explicitly; past the source's
+# length the device is left alone; a device too small fails before anything is written.
+. "$(dirname "$0")/functions.sh"
+requires losetup
+requires_root "attaching loop devices"
+
+M=$((1024 * 1024))
+
+# attach FILE: a new loop device backed by FILE, detached on exit; its path in $device.
+attach() {
+  local reason
+  if ! device=$(losetup --find --show "$1" 2>"$scratch/losetup.err"); then
+    reason=$(cat "$scratch/losetup.err")
+    skip "no loop device available: ${reason:-losetup failed}"
+  fi
+  on_exit "losetup -d '$device'"
+  [[ -b $device ]] || fail "losetup gave '$device', which is not a block device"
+}
+
+# assert_zeros DEVICE OFFSET LENGTH
+assert_zeros() {
+  cmp -n "$3" <(dd if="$1" bs=64K iflag=skip_bytes,count_bytes skip="$2" count="$3" status=none) /dev/zero ||
+    fail "$1 does not read as zeros at [$2, $(($2 + $3)))"
+}
+
+# The source: holes at the start, middle and end, allocated zeros, a size that is not
+# a multiple of the device's 512-byte sectors.
+src=$scratch/source.img
+src_size=$((20 * M + 1536))
+sparse_file "$src" "$src_size"
+write_random "$src" 1M 3M
+write_zeros "$src" 2M 1M
+write_random "$src" 9M 5M
+write_random "$src" $((20 * M)) 1536
+
+# The device: 32 MiB of random data, so every zero range must really be zeroed.
+random_file "$scratch/backing.orig" 32M
+cp "$scratch/backing.orig" "$scratch/backing"
+attach "$scratch/backing"
+big=$device
+
+check_device_copy() {
+  same_prefix() { cmp -n "$src_size" "$src" "$big" || fail "$big differs from $src within its $src_size bytes"; }
+  same_prefix
+  assert_zeros "$big" 0 1M          # hole at the start
+  assert_zeros "$big" 2M 1M         # allocated zeros
+  assert_zeros "$big" 4M 5M         # hole in the middle
+  assert_zeros "$big" 14M 6M        # hole before the tail
+  # Past the source's length the device keeps what it had.
+  cmp -i "$src_size" "$scratch/backing.orig" "$big" ||
+    fail "$big was changed past the source's $src_size bytes"
+}
+
+for options in "" "--direct" "--allocated" "--sparse=0" "--depth 1 --request-size 64k"; do
+  for form in path uri; do
+    log "file -> $big ($form) $options"
+    # Random again: each copy must zero the holes itself.
+    dd if="$scratch/backing.orig" of="$big" bs=1M conv=fsync status=none
+    to=$big
+    [[ $form == uri ]] && to=file://$big
+    # shellcheck disable=SC2086 # options are words
+    expect_ok "$SLUICE" copy $options "$src" "$to"
+    check_device_copy
+  done
+done
+
+log "$big -> file"
+expect_ok "$SLUICE" copy --stats "$big" "$scratch/from-device.img"
+same_content "$big" "$scratch/from-device.img"
+assert_eq "size read from the device" "$(json_field "$out" size)" $((32 * M))
+# The device has no holes to report, but its zero ranges are found and become holes:
+# left is the source's data without its zero megabyte, then the device's random tail.
+got=$(data_map "$scratch/from-device.img")
+want="$M $M
+$((3 * M)) $M
+$((9 * M)) $((5 * M))
+$((20 * M)) $((12 * M))"
+[[ $got == "$want" ]] || fail "data extents of the copy from $big:"$'\n'"$got"$'\n'"expected:"$'\n'"$want"
+expect_ok "$SLUICE" copy --direct "file://$big" null:
+
+log "a device smaller than the source"
+random_file "$scratch/small.orig" 8M
+cp "$scratch/small.orig" "$scratch/small"
+attach "$scratch/small"
+small=$device
+expect_fail 1 "$small: the device (8388608 bytes) is smaller than the source ($src_size bytes)" \
+  "$SLUICE" copy "$src" "$small"
+cmp "$scratch/small.orig" "$small" || fail "the copy wrote to $small before failing"
+
+log "ok"

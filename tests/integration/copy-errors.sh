@@ -1,0 +1,190 @@
+#!/bin/bash
+# Every error path of sluice copy: a clear one-line message, exit 1 for transfer
+# errors and 2 for usage errors, never a crash or a hang, and nothing clobbered.
+. "$(dirname "$0")/functions.sh"
+requires timeout truncate
+
+# one_clear_line: the failure was reported as a single "sluice: ..." line, not a crash.
+one_clear_line() {
+  [[ $(wc -l <<<"$err") -eq 1 && $err == "sluice: "* ]] || fail "expected one 'sluice: ...' line, got: $err"
+  [[ $err != *"internal error"* ]] || fail "an internal error: $err"
+}
+
+random_file "$scratch/src" 4M
+
+log "nonexistent source"
+expect_fail 1 "$scratch/no-such-file: No such file or directory" \
+  "$SLUICE" copy "$scratch/no-such-file" "$scratch/dst"
+one_clear_line
+[[ ! -e $scratch/dst ]] || fail "a copy from a missing source created its destination"
+expect_fail 1 "$scratch/no-such-file: No such file or directory" \
+  "$SLUICE" copy "file://$scratch/no-such-file" null:
+
+log "a directory and a character device as the source"
+expect_fail 1 "$scratch: not a regular file or block device" "$SLUICE" copy "$scratch" "$scratch/dst"
+one_clear_line
+expect_fail 1 "/dev/zero: not a regular file or block device" "$SLUICE" copy /dev/zero "$scratch/dst"
+one_clear_line
+[[ ! -e $scratch/dst ]] || fail "a copy from a bad source created its destination"
+
+log "unreadable source, unwritable destination"
+chmod 600 "$scratch/src"
+if [[ $(id -u) -eq 0 ]]; then
+  # root reads anything: drop to nobody. It must reach the file through $scratch.
+  chmod 755 "$scratch"
+  if command -v setpriv >/dev/null; then
+    as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  else
+    as_nobody=(runuser -u nobody --)
+  fi
+  "${as_nobody[@]}" "$SLUICE" --version >/dev/null 2>&1 ||
+    skip "user nobody cannot run $SLUICE (a build directory it cannot reach?)"
+  expect_fail 1 "$scratch/src: Permission denied" "${as_nobody[@]}" "$SLUICE" copy "$scratch/src" null:
+  one_clear_line
+  expect_fail 1 "$scratch/unwritable: Permission denied" \
+    "${as_nobody[@]}" "$SLUICE" copy "$SLUICE" "$scratch/unwritable"
+  one_clear_line
+  chmod 700 "$scratch"
+else
+  chmod 000 "$scratch/src"
+  expect_fail 1 "$scratch/src: Permission denied" "$SLUICE" copy "$scratch/src" null:
+  one_clear_line
+  chmod 600 "$scratch/src"
+fi
+
+log "destination in a nonexistent directory, destination a directory"
+expect_fail 1 "$scratch/no-dir/dst: No such file or directory" \
+  "$SLUICE" copy "$scratch/src" "$scratch/no-dir/dst"
+one_clear_line
+mkdir "$scratch/a-dir"
+expect_fail 1 "$scratch/a-dir" "$SLUICE" copy "$scratch/src" "$scratch/a-dir"
+one_clear_line
+
+log "source and destination are the same file"
+cp "$scratch/src" "$scratch/src.orig"
+ln "$scratch/src" "$scratch/src.hardlink"
+ln -s "$scratch/src" "$scratch/src.symlink"
+for dst in "$scratch/src" "file://$scratch/src" "$scratch/src.hardlink" "$scratch/src.symlink"; do
+  expect_fail 1 "the source and the destination are the same file" "$SLUICE" copy "$scratch/src" "$dst"
+  one_clear_line
+  same_content "$scratch/src.orig" "$scratch/src"
+done
+expect_fail 1 "the source and the destination are the same file" \
+  "$SLUICE" copy "$scratch/src.symlink" "file://$scratch/src"
+same_content "$scratch/src.orig" "$scratch/src"
+
+log "usage errors exit 2 and touch nothing"
+expect_fail 2 "unknown or incomplete option '--no-such-option'" \
+  "$SLUICE" copy --no-such-option "$scratch/src" "$scratch/dst"
+expect_fail 2 "copy needs a SOURCE and a DESTINATION" "$SLUICE" copy "$scratch/src"
+expect_fail 2 "copy needs a SOURCE and a DESTINATION" "$SLUICE" copy
+expect_fail 2 "copy needs a SOURCE and a DESTINATION" "$SLUICE" copy "$scratch/src" "$scratch/dst" extra
+expect_fail 2 "--request-size: invalid size '3x'" "$SLUICE" copy --request-size 3x "$scratch/src" "$scratch/dst"
+expect_fail 2 "--request-size" "$SLUICE" copy --request-size 1000 "$scratch/src" "$scratch/dst"
+expect_fail 2 "--depth must be between 1 and 1024" "$SLUICE" copy --depth 0 "$scratch/src" "$scratch/dst"
+expect_fail 2 "--depth" "$SLUICE" copy --depth -3 "$scratch/src" "$scratch/dst"
+expect_fail 2 "--sparse" "$SLUICE" copy --sparse=100 "$scratch/src" "$scratch/dst"
+expect_fail 2 "unknown or incomplete option '--depth'" "$SLUICE" copy --depth
+expect_fail 2 "unknown command 'copi'" "$SLUICE" copi "$scratch/src" "$scratch/dst"
+[[ ! -e $scratch/dst ]] || fail "a usage error created the destination"
+
+# --- slow copies: shrinking source, SIGINT -----------------------------------------
+
+# slow_source SIZE: a file of real (allocated) data, which a copy at depth 1 with 4k
+# requests takes a while to read.
+slow_source() {
+  rm -f "$scratch/slow"
+  head -c "$1" /dev/zero >"$scratch/slow"
+}
+slow_copy_options=(--depth 1 --request-size 4k)
+
+# wait_or_hang PID SECONDS: the process must end within SECONDS; its status in $status.
+wait_or_hang() {
+  local pid=$1 deadline=$((SECONDS + $2))
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS > deadline)); then
+      kill -KILL "$pid" 2>/dev/null || true
+      fail "sluice (pid $pid) hung"
+    fi
+    sleep 0.1
+  done
+  status=0
+  wait "$pid" || status=$?
+}
+
+log "a source that shrinks during the copy"
+shrink_checked=false
+for size in 1G 2G 4G; do
+  slow_source "$size"
+  "$SLUICE" copy "${slow_copy_options[@]}" "$scratch/slow" null: 2>"$scratch/stderr" &
+  pid=$!
+  on_exit "kill -KILL $pid"
+  sleep 0.3
+  truncate -s $(($(to_bytes "$size") / 2)) "$scratch/slow"
+  running=false
+  kill -0 "$pid" 2>/dev/null && running=true
+  wait_or_hang "$pid" 60
+  err=$(cat "$scratch/stderr")
+  if [[ $status -eq 0 ]]; then
+    # Done before the truncation could be seen: only then may it succeed.
+    $running && fail "the source shrank during the copy, yet it succeeded"
+    log "a $size copy finished before the source shrank; trying a larger one"
+    continue
+  fi
+  assert_eq "exit status after the source shrank" "$status" 1
+  [[ $err == *shrank* ]] || fail "the error does not say the source shrank: $err"
+  one_clear_line
+  shrink_checked=true
+  break
+done
+$shrink_checked || fail "could not make a copy slow enough to shrink its source"
+
+log "SIGINT and SIGTERM during a copy"
+for signal in INT TERM; do
+  checked=false
+  for size in 1G 2G 4G; do
+    [[ $(size_of "$scratch/slow" 2>/dev/null || echo 0) -eq $(to_bytes "$size") ]] || slow_source "$size"
+    rm -f "$scratch/slow.copy"
+    "$SLUICE" copy "${slow_copy_options[@]}" "$scratch/slow" "$scratch/slow.copy" 2>"$scratch/stderr" &
+    pid=$!
+    on_exit "kill -KILL $pid"
+    sleep 0.3
+    if ! kill "-$signal" "$pid" 2>/dev/null; then
+      wait "$pid" || fail "sluice failed before it was interrupted: $(cat "$scratch/stderr")"
+      log "a $size copy finished before SIG$signal; trying a larger one"
+      continue
+    fi
+    wait_or_hang "$pid" 30
+    err=$(cat "$scratch/stderr")
+    if [[ $status -eq 0 && -z $err ]] && cmp -s "$scratch/slow" "$scratch/slow.copy"; then
+      log "a $size copy finished as SIG$signal arrived; trying a larger one"
+      continue
+    fi
+    assert_eq "exit status after SIG$signal" "$status" 1
+    [[ $err == *cancelled* ]] || fail "SIG$signal: the error does not say cancelled: $err"
+    one_clear_line
+    checked=true
+    break
+  done
+  $checked || fail "could not make a copy slow enough to interrupt"
+done
+rm -f "$scratch/slow" "$scratch/slow.copy"
+
+# --- a destination on a full filesystem (last: it needs root) -------------------------
+
+log "a destination on a full filesystem"
+requires mount umount
+[[ $(id -u) -eq 0 ]] || skip "mounting a small tmpfs to fill needs root (every other case above passed)"
+mkdir "$scratch/full"
+mount -t tmpfs -o size=8M sluice-test-full "$scratch/full" ||
+  skip "cannot mount a tmpfs here (in a container without CAP_SYS_ADMIN?)"
+on_exit "umount -l '$scratch/full'"
+random_file "$scratch/big" 64M
+expect_fail 1 "No space left on device" "$SLUICE" copy "$scratch/big" "$scratch/full/dst"
+one_clear_line
+[[ $err =~ at\ offset\ [0-9]+ ]] || fail "the error does not name an offset: $err"
+# The same through the O_DIRECT path (tmpfs may refuse O_DIRECT; then that is the error).
+expect_status 1 "$SLUICE" copy --direct "$scratch/big" "$scratch/full/dst"
+one_clear_line
+
+log "ok"

@@ -1,0 +1,102 @@
+#!/bin/bash
+# sluice copy --progress=json|xapi and --stats: machine-readable output that a
+# toolstack can parse, counting completed bytes only.
+. "$(dirname "$0")/functions.sh"
+
+M=$((1024 * 1024))
+
+# A copy slow enough (depth 1, 4k requests) to report progress more than once.
+random_file "$scratch/big" 256M
+
+log "--progress=json"
+expect_ok "$SLUICE" copy --progress=json --depth 1 --request-size 4k "$scratch/big" "$scratch/big.copy"
+same_content "$scratch/big" "$scratch/big.copy"
+[[ -z $out ]] || fail "--progress=json wrote to stdout: $out"
+"$PYTHON" - "$err" $((256 * M)) <<'EOF' || fail "--progress=json output is wrong (above); it was:"$'\n'"$err"
+import json, sys
+text, total = sys.argv[1], int(sys.argv[2])
+lines = text.splitlines()
+assert len(lines) >= 2, f"only {len(lines)} progress lines"
+records = [json.loads(line) for line in lines]  # every line is one JSON object
+last_done = last_seconds = -1
+for i, r in enumerate(records):
+    final = i == len(records) - 1
+    assert r["total"] == total, r
+    assert 0 <= r["done"] <= total, r
+    assert r["done"] >= last_done, f"done went down: {last_done} -> {r['done']}"
+    assert r["seconds"] >= last_seconds, f"seconds went down: {r}"
+    assert r["final"] is final, f"final={r['final']} on line {i + 1} of {len(records)}"
+    assert 0 <= r["percent"] <= 100 and (r["percent"] == 100) == (r["done"] == total), r
+    last_done, last_seconds = r["done"], r["seconds"]
+assert records[-1]["done"] == total, f"last line: {records[-1]}"
+EOF
+
+log "--progress=xapi"
+rm -f "$scratch/big.copy"
+expect_ok "$SLUICE" copy --progress=xapi --depth 1 --request-size 4k "$scratch/big" "$scratch/big.copy"
+same_content "$scratch/big" "$scratch/big.copy"
+xapi_check() {
+  "$PYTHON" - "$1" <<'EOF' || fail "--progress=xapi stdout is wrong (above); it was: '$1'"
+import re, sys
+text = sys.argv[1]
+assert re.fullmatch(r"(\d{3})+", text), "not only three-digit records"
+values = [int(text[i:i + 3]) for i in range(0, len(text), 3)]
+assert all(0 <= v <= 100 for v in values), values
+assert values == sorted(values), f"not non-decreasing: {values}"
+assert values[-1] == 100, f"does not end in 100: {values}"
+assert values.count(100) == 1, f"100 said more than once: {values}"
+EOF
+}
+xapi_check "$out"
+(( ${#out} >= 9 )) || fail "a 256M copy at depth 1 reported only '$out'"
+
+log "--progress=xapi --stats: stdout stays digits only, the summary goes to stderr"
+expect_ok "$SLUICE" copy --progress=xapi --stats "$scratch/big" null:
+xapi_check "$out"
+assert_eq "bytes_read in the stderr summary" "$(json_field "$err" bytes_read)" $((256 * M))
+
+log "--progress=xapi on a failed copy never says 100"
+expect_status 1 "$SLUICE" copy --progress=xapi "$scratch/missing" null:
+[[ $out != *100 ]] || fail "a failed copy printed '$out'"
+
+log "--progress on an empty source"
+: >"$scratch/empty"
+expect_ok "$SLUICE" copy --progress=xapi "$scratch/empty" "$scratch/empty.copy"
+assert_eq "xapi output of an empty copy" "$out" 100
+expect_ok "$SLUICE" copy --progress=json "$scratch/empty" "$scratch/empty.copy"
+assert_eq "json final line of an empty copy" "$(json_field "$(tail -n1 <<<"$err")" final)" True
+
+expect_fail 2 "--progress" "$SLUICE" copy --progress=loud "$scratch/big" null:
+
+log "--stats"
+# Data at 0 and 4M, allocated zeros at 2M, holes between and to the end.
+sparse_file "$scratch/stats" 8M
+write_random "$scratch/stats" 0 1M
+write_zeros "$scratch/stats" 2M 1M
+write_random "$scratch/stats" 4M 1M
+expect_ok "$SLUICE" copy --stats --depth 2 "$scratch/stats" "$scratch/stats.copy"
+same_content "$scratch/stats" "$scratch/stats.copy"
+[[ -z $err ]] || fail "--stats wrote to stderr: $err"
+[[ $(wc -l <<<"$out") -eq 1 ]] || fail "--stats printed more than one line: $out"
+"$PYTHON" - "$out" <<'EOF' || fail "--stats summary is wrong (above): $out"
+import json, sys
+s = json.loads(sys.argv[1])
+M = 1 << 20
+expected = {
+    "size": 8 * M,
+    "bytes_read": 3 * M,      # the three data extents, zeros included
+    "bytes_written": 2 * M,   # the zero megabyte becomes a hole
+    "bytes_zeroed": 0,        # a new file reads as zeros: nothing to zero
+    "bytes_skipped": 6 * M,
+    "data_extents": 3,
+    "hole_extents": 3,
+    "zero_extents": 0,
+    "reads": 3,
+}
+for key, value in expected.items():
+    assert s[key] == value, f"{key}: {s[key]} != {value}"
+assert 1 <= s["peak_buffers"] <= 2, s["peak_buffers"]
+assert s["writes"] >= 2 and s["seconds"] >= 0 and s["mib_per_second"] >= 0, s
+EOF
+
+log "ok"
