@@ -100,7 +100,9 @@ class Copier {
     }
     for (const Extent& aligned : aligner.finish())
       if (!co_await emit(aligned, seq)) co_return cancelled();
-    auto [ec] = co_await items_.async_send(asio::error_code{}, WorkItem{seq, {}, Buffer{}, true}, use_nothrow);
+    // Named, not a temporary in the co_await expression (g++ 12 coroutine lifetime bug).
+    WorkItem end{seq, {}, Buffer{}, true};
+    auto [ec] = co_await items_.async_send(asio::error_code{}, std::move(end), use_nothrow);
     if (ec) co_return cancelled();
     co_return Status{};
   }
@@ -139,7 +141,8 @@ class Copier {
     Status status = co_await reads.join();
     if (!status) co_return status;
     if (stopped_) co_return cancelled();
-    if (!co_await pass_on(WorkItem{end_seq, {}, Buffer{}, true})) co_return cancelled();
+    WorkItem end{end_seq, {}, Buffer{}, true};
+    if (!co_await pass_on(std::move(end))) co_return cancelled();
     co_return Status{};
   }
 

@@ -23,7 +23,10 @@ struct ImageInfo {
 };
 
 awaitable<Result<ImageInfo>> gather(std::string uri) {
-  auto source = co_await open_source(uri, EndpointOptions{});
+  // A named object, not a temporary: g++ 12 mishandles the lifetime of non-trivial
+  // temporaries inside a co_await expression.
+  const EndpointOptions defaults;
+  auto source = co_await open_source(uri, defaults);
   if (!source) co_return tl::unexpected(source.error());
   ImageInfo info{(*source)->describe(), (*source)->format(), (*source)->size(), 0, {}};
   std::uint64_t offset = 0;
