@@ -15,12 +15,15 @@
 # Everything it creates (namespaces, veth, qdiscs, processes, files in /dev/shm) is
 # removed on exit, also on failure or Ctrl-C; every command runs under a timeout.
 #
-#   --quick            smoke test, under 3 minutes: 64 MiB, 1 run, RTT 0 and 1 ms, a
-#                      subset of arms; does not touch docs/ unless --output is given
+#   --quick            smoke test, under 3 minutes: 64 MiB, 1 run, RTT 0 and 1 ms, arms
+#                      A and C, the peers, and the reference writer's A and C; does not
+#                      touch docs/ unless --output is given
 #   --runs N           runs per cell (default 3), arms interleaved, order rotating
 #   --size SIZE        image size (default 1G; quick 64M), random data on tmpfs
 #   --rtts LIST        comma-separated RTTs in ms; 0 means loopback (default 0,0.2,1,5,20)
-#   --groups LIST      of nbd,nbd-tls,chunked,chunked-tls (default all four)
+#   --groups LIST      of nbd,nbd-tls,chunked,chunked-tls (default all four) and
+#                      reference (a plain Python NBD writer with record-sized writes,
+#                      arms A-D into nbdkit: checks that the rig shows the Nagle effect)
 #   --only REGEX       only arms whose "group/tool>dest" matches, e.g. 'nbd/(sluice-[AC]|nbdcopy)>nbdkit'
 #   --rate RATE        tc tbf rate on the veth, e.g. 10gbit (default: none)
 #   --timeout S        per-run limit in seconds (default 180; quick 30)
@@ -125,8 +128,8 @@ if $quick; then
   runs=${runs:-1}
   size=${size:-64M}
   rtts=${rtts:-0,1}
-  groups=${groups:-nbd,nbd-tls,chunked}
-  only=${only:-'^(nbd/(sluice-[AC]|nbdcopy|qemu-img)>(nbdkit|sluice)|nbd-tls/(sluice-C|nbdcopy)>nbdkit|chunked/sluice-[AC]>sluice)$'}
+  groups=${groups:-nbd,nbd-tls,chunked,reference}
+  only=${only:-'^(nbd/(sluice-[AC]|nbdcopy|qemu-img)>(nbdkit|sluice)|nbd-tls/(sluice-C|nbdcopy)>nbdkit|chunked/sluice-[AC]>sluice|reference/ref-[AC]>nbdkit)$'}
   run_timeout=${run_timeout:-30}
   budget=${budget:-150}
   calibration_seconds=2
@@ -149,7 +152,7 @@ IFS=, read -r -a rtt_list <<<"$rtts"
 for r in "${rtt_list[@]}"; do [[ $r =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--rtts: not a number of ms: $r"; done
 IFS=, read -r -a group_list <<<"$groups"
 for g in "${group_list[@]}"; do
-  [[ $g =~ ^(nbd|nbd-tls|chunked|chunked-tls)$ ]] || die "--groups: unknown group $g"
+  [[ $g =~ ^(nbd|nbd-tls|chunked|chunked-tls|reference)$ ]] || die "--groups: unknown group $g"
 done
 sluice=${sluice:-$source_root/build/apps/sluice/sluice}
 [[ -x $sluice ]] || die "no sluice binary at $sluice (build first: meson setup build && ninja -C build)"
@@ -408,6 +411,10 @@ declare -A arm_flags=(
   [sluice-B]="--depth 1"
   [sluice-C]=""
   [sluice-D]="--no-nodelay"
+  [ref-A]="--depth 1"
+  [ref-B]="--depth 1 --nodelay"
+  [ref-C]="--depth 8 --nodelay"
+  [ref-D]="--depth 8"
 )
 arms=()
 for group in "${group_list[@]}"; do
@@ -419,6 +426,9 @@ for group in "${group_list[@]}"; do
       ;;
     chunked | chunked-tls)
       for tool in sluice-A sluice-B sluice-C sluice-D; do arms+=("$group/$tool>sluice"); done
+      ;;
+    reference)
+      for tool in ref-A ref-B ref-C ref-D; do arms+=("$group/$tool>nbdkit"); done
       ;;
   esac
 done
@@ -643,7 +653,7 @@ run_one() {
   # The destination server.
   local server=() server_pid server_cpu="" server_time=$run_dir/server.time once=false
   case $group/$dest in
-    nbd*/nbdkit)
+    nbd*/nbdkit | reference/nbdkit)
       server=(nbdkit -f --exit-with-parent -i "$server_host" -p "$server_port")
       $tls && server+=(--tls=require "--tls-certificates=$certs")
       server+=(memory "size=$size_bytes")
@@ -704,6 +714,11 @@ run_one() {
       uri=nbd://$connect_host:$connect_port/disk
       $tls && uri="nbds://$connect_host:$connect_port/disk?tls-certificates=$certs"
       client=(nbdcopy --flush "$source_image" "$uri")
+      ;;
+    reference/ref-*)
+      # shellcheck disable=SC2206
+      client=("$PYTHON" "$rig/nbd_reference_writer.py" --connect "$connect_host:$connect_port" --image "$source_image"
+        --export disk --write-size 16413 ${arm_flags[$tool]})
       ;;
     nbd*/qemu-img)
       client=(qemu-img convert -n -W -m 16 -t writeback -f raw)
@@ -857,6 +872,9 @@ meta = {
         "qemu-img: `qemu-img convert -n -W -m 16 -t writeback -f raw -O raw SRC nbd://HOST:PORT/disk` (TLS: "
         "`--object tls-creds-x509` and `--target-image-opts`); -t writeback so that it flushes at the end like "
         "the others",
+        "Reference arms (a rig self-check, not a peer): `tests/bench/rig/nbd_reference_writer.py` writes 2 MiB "
+        "requests, each a 28-byte header write and the payload in 16,413-byte writes (the field's TLS record "
+        "writes); A `--depth 1`, B `--depth 1 --nodelay`, C `--depth 8 --nodelay`, D `--depth 8`",
         "nbdkit: `nbdkit -f -i HOST -p PORT memory size=N` (TLS: `--tls=require --tls-certificates=DIR`); "
         "Sluice's NBD server: `sluice serve --protocol nbd --listen tcp://HOST:PORT --export disk=FILE` "
         "(TLS: `--tls-cert --tls-key`); servers always run with their defaults",

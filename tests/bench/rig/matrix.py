@@ -41,8 +41,9 @@ GROUP_TITLES = OrderedDict([
     ("nbd-tls", "NBD writes over TLS"),
     ("chunked", "Chunked (one-way)"),
     ("chunked-tls", "Chunked over TLS (one-way)"),
+    ("reference", "Rig self-check: reference NBD writer, 16 KiB record-sized writes"),
 ])
-ARM_ORDER = ["sluice-A", "sluice-B", "sluice-C", "sluice-D", "nbdcopy", "qemu-img"]
+ARM_ORDER = ["sluice-A", "sluice-B", "sluice-C", "sluice-D", "nbdcopy", "qemu-img", "ref-A", "ref-B", "ref-C", "ref-D"]
 ARM_TITLES = {
     "sluice-A": "A stock (`--depth 1 --no-nodelay`)",
     "sluice-B": "B NODELAY only (`--depth 1`)",
@@ -50,10 +51,15 @@ ARM_TITLES = {
     "sluice-D": "D pipelining only (`--no-nodelay`)",
     "nbdcopy": "nbdcopy (defaults)",
     "qemu-img": "qemu-img convert -n -W -m 16",
+    "ref-A": "A: depth 1, Nagle on",
+    "ref-B": "B: depth 1, NODELAY",
+    "ref-C": "C: depth 8, NODELAY",
+    "ref-D": "D: depth 8, Nagle on",
 }
 DEST_TITLES = {"nbdkit": "nbdkit memory", "sluice": "sluice serve"}
 TOOL_COLOURS = {"sluice-A": "#d62728", "sluice-B": "#ff7f0e", "sluice-C": "#2ca02c", "sluice-D": "#1f77b4",
-                "nbdcopy": "#9467bd", "qemu-img": "#7f7f7f"}
+                "nbdcopy": "#9467bd", "qemu-img": "#7f7f7f",
+                "ref-A": "#d62728", "ref-B": "#ff7f0e", "ref-C": "#2ca02c", "ref-D": "#1f77b4"}
 
 
 def load_json(path):
@@ -182,7 +188,7 @@ def command_report(args):
         return sorted(seen, key=lambda a: (ARM_ORDER.index(a[0]) if a[0] in ARM_ORDER else 99, a[1]))
 
     def baseline(group, dest, rtt):
-        c = cells.get((group, "sluice-A", dest, rtt))
+        c = cells.get((group, "ref-A" if group == "reference" else "sluice-A", dest, rtt))
         return c.median("mib_s") if c else None
 
     lines = []
@@ -234,6 +240,8 @@ def command_report(args):
             else:
                 targets.append(("NOT MEASURED", name))
     for group in groups:
+        if group == "reference":
+            continue
         for rtt in rtts:
             for dest in ("nbdkit", "sluice"):
                 c = cells.get((group, "sluice-C", dest, rtt))
@@ -296,8 +304,9 @@ def command_report(args):
         "stands in for the network; its CPU is in neither side's). "
         "Segments and bytes per segment are the client's data segments "
         "(`tcpi_data_segs_out`, `tcpi_bytes_sent` of its sockets, protocol and TLS overhead "
-        "included); stalls: share of 1 ms `TCP_INFO` samples with a sub-MSS tail held back "
-        "while data is unacknowledged (docs/benchmark-rig.md).")
+        "included); stalls: share of 1 ms `TCP_INFO` samples in which the client's kernel holds "
+        "queued data back although the peer's window is open (nothing in flight, or a sub-MSS "
+        "tail waiting with congestion-window room: what Nagle does; docs/benchmark-rig.md).")
     out("")
     out("| Group | RTT | Arm | Destination | Runs | MiB/s | Range | vs A | Client CPU s/GiB | "
         "Server CPU s/GiB | Relay CPU s/GiB | Segments | B/seg | Stalls | Relay p99 late µs |")

@@ -2,7 +2,7 @@
 // the kernel's sock_diag interface, until SIGTERM/SIGINT; then prints one JSON object.
 // Bench-only: built for tests/bench, never part of the product.
 //
-//   sluice-tcp-sampler --port PORT [--interval-us N]
+//   sluice-tcp-sampler --port PORT [--interval-us N] [--trace FILE]
 //
 // Runs in the client's network namespace and watches the client's sockets (those whose
 // remote port is PORT), whatever program owns them: Sluice, nbdcopy, qemu-img. It
@@ -10,12 +10,15 @@
 // and tcpi_bytes_sent, as last seen: a socket's final counters are seen while it lingers
 // in FIN_WAIT) and the share of samples in a "sub-MSS stall".
 //
-// A sample of an established socket is a sub-MSS stall when the kernel holds a partial
-// segment back while earlier data is unacknowledged: 0 < tcpi_notsent_bytes <
-// tcpi_snd_mss and tcpi_unacked > 0. That is the state Nagle's algorithm creates (a
-// short tail waiting for an ACK); with TCP_NODELAY a short tail leaves at once unless the
-// congestion or receive window is full, so the state is rare. The share is stall
-// samples over all samples of established sockets, idle ones included.
+// A sample of an established socket is a stall when the kernel holds queued data back
+// although the peer's window is open (tcpi_notsent_bytes > 0, tcpi_snd_wnd >= MSS) and
+// either nothing at all is in flight (tcpi_unacked == 0) or only a sub-MSS tail is queued
+// while the congestion window has room (tcpi_notsent_bytes < tcpi_snd_mss, tcpi_unacked <
+// tcpi_snd_cwnd). Both are what Nagle's algorithm does (Linux's Minshall variant holds a
+// short segment while an earlier short one is unacknowledged, and data appended behind
+// it waits too); a sender limited by the network instead has data in flight and a full
+// window. The share is stall samples over all samples of established sockets, idle
+// ones included, so it reads as "share of the connection's life spent held back".
 //
 // Sampling a socket from outside costs one netlink dump (a few microseconds for the
 // handful of sockets in a benchmark namespace) per interval; default 1000 us.
@@ -89,6 +92,8 @@ class DiagSocket {
     ++tally.dumps;
   }
 
+  std::FILE* trace = nullptr;  // --trace: one line per socket-sample
+
  private:
   void dump(std::uint8_t family, std::uint16_t port, Tally& tally) {
     struct {
@@ -124,12 +129,22 @@ class DiagSocket {
           // An address family the kernel lacks (no IPv6) is not an error for us.
           return;
         }
-        account(header, port, tally);
+        account(header, port, tally, trace);
       }
     }
   }
 
-  static void account(const nlmsghdr* header, std::uint16_t port, Tally& tally) {
+  // The kernel sits on queued data though the peer's window is open: either nothing is
+  // in flight at all, or only a sub-MSS tail waits while the congestion window has room.
+  // Nagle's algorithm (Linux's Minshall variant) and corking make both; a sender limited
+  // by the network has data in flight and a full congestion or receive window instead.
+  static bool held_back(const tcp_info& info) {
+    if (info.tcpi_notsent_bytes == 0 || info.tcpi_snd_wnd < info.tcpi_snd_mss) return false;
+    if (info.tcpi_unacked == 0) return true;
+    return info.tcpi_notsent_bytes < info.tcpi_snd_mss && info.tcpi_unacked < info.tcpi_snd_cwnd;
+  }
+
+  static void account(const nlmsghdr* header, std::uint16_t port, Tally& tally, std::FILE* trace) {
     const auto* diag = static_cast<const inet_diag_msg*>(NLMSG_DATA(header));
     if (ntohs(diag->id.idiag_dport) != port) return;
     tcp_info info{};
@@ -147,11 +162,22 @@ class DiagSocket {
     seen.bytes_sent = std::max<std::uint64_t>(seen.bytes_sent, info.tcpi_bytes_sent);
     seen.retransmits = std::max<std::uint64_t>(seen.retransmits, info.tcpi_total_retrans);
     if (info.tcpi_snd_mss) seen.snd_mss = info.tcpi_snd_mss;
+    if (trace) {
+      timespec now{};
+      ::clock_gettime(CLOCK_MONOTONIC, &now);
+      std::fprintf(trace,
+                   "%lld.%06ld cookie=%08x state=%u notsent=%u unacked=%u mss=%u bytes_sent=%llu bytes_acked=%llu "
+                   "cwnd=%u snd_wnd=%u last_send_ms=%u last_ack_recv_ms=%u rtt_us=%u ato_us=%u\n",
+                   static_cast<long long>(now.tv_sec), now.tv_nsec / 1000, diag->id.idiag_cookie[0],
+                   diag->idiag_state, info.tcpi_notsent_bytes, info.tcpi_unacked, info.tcpi_snd_mss,
+                   static_cast<unsigned long long>(info.tcpi_bytes_sent),
+                   static_cast<unsigned long long>(info.tcpi_bytes_acked), info.tcpi_snd_cwnd, info.tcpi_snd_wnd,
+                   info.tcpi_last_data_sent, info.tcpi_last_ack_recv, info.tcpi_rtt, info.tcpi_ato);
+    }
     if (diag->idiag_state != tcp_established) return;
     ++tally.samples;
     if (info.tcpi_notsent_bytes > 0) ++tally.queued_samples;
-    if (info.tcpi_notsent_bytes > 0 && info.tcpi_notsent_bytes < info.tcpi_snd_mss && info.tcpi_unacked > 0)
-      ++tally.stall_samples;
+    if (held_back(info)) ++tally.stall_samples;
   }
 
   int fd_;
@@ -187,15 +213,18 @@ void print(const Tally& tally, long interval_us) {
 
 int sampler_main(int argc, char** argv) {
   long port = -1, interval_us = 1000;
+  std::string trace_path;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
-    if ((arg == "--port" || arg == "--interval-us") && i + 1 < argc) {
+    if (arg == "--trace" && i + 1 < argc) {
+      trace_path = argv[++i];
+    } else if ((arg == "--port" || arg == "--interval-us") && i + 1 < argc) {
       char* end = nullptr;
       long value = std::strtol(argv[++i], &end, 10);
       if (*end != '\0' || value <= 0) die(std::string(arg) + " needs a positive number");
       (arg == "--port" ? port : interval_us) = value;
     } else {
-      std::fputs("usage: sluice-tcp-sampler --port PORT [--interval-us N]\n", stderr);
+      std::fputs("usage: sluice-tcp-sampler --port PORT [--interval-us N] [--trace FILE]\n", stderr);
       return 2;
     }
   }
@@ -208,6 +237,10 @@ int sampler_main(int argc, char** argv) {
   ::sigaction(SIGINT, &action, nullptr);
 
   DiagSocket diag;
+  if (!trace_path.empty()) {
+    diag.trace = std::fopen(trace_path.c_str(), "w");
+    if (!diag.trace) die("cannot write " + trace_path);
+  }
   Tally tally;
   timespec next{};
   ::clock_gettime(CLOCK_MONOTONIC, &next);
@@ -227,6 +260,7 @@ int sampler_main(int argc, char** argv) {
   // One last look: the sockets' final counters, if they still exist.
   diag.sample(static_cast<std::uint16_t>(port), tally);
   print(tally, interval_us);
+  if (diag.trace) std::fclose(diag.trace);
   return 0;
 }
 
