@@ -93,7 +93,8 @@ if [[ -n $report_csv ]]; then
   [[ -f $report_csv ]] || die "no such CSV: $report_csv"
   meta=${report_csv%.csv}.json
   section=$(mktemp)
-  "$PYTHON" "$rig/matrix.py" report "$report_csv" "$meta" "$section" "$images_dir" images || die "report failed"
+  SOURCE_ROOT=$source_root "$PYTHON" "$rig/matrix.py" report "$report_csv" "$meta" "$section" "$images_dir" images ||
+    die "report failed"
   "$PYTHON" "$rig/matrix.py" insert "$docs_output" "$section"
   cat "$section"
   rm -f "$section"
@@ -108,7 +109,7 @@ cannot() {
   exit 3
 }
 
-[[ $(id -u) -eq 0 ]] || cannot "needs root (network namespaces, veth pairs and tc qdiscs); run it as root, e.g. sudo $0 $*"
+[[ $(id -u) -eq 0 ]] || cannot "needs root (network namespaces, veth pairs and tc qdiscs); run it as root, e.g. sudo $command_line"
 for tool in ip tc ss nbdkit nbdcopy qemu-img iperf3 openssl gnuplot timeout /usr/bin/time "$PYTHON" g++; do
   command -v "$tool" >/dev/null 2>&1 || cannot "'$tool' is missing (Debian: iproute2 nbdkit libnbd-bin qemu-utils iperf3 openssl gnuplot-nox time g++)"
 done
@@ -887,7 +888,7 @@ json.dump(meta, open(meta_path, "w"), indent=1)
 EOF
 
 section=$work/section.md
-if "$PYTHON" "$rig/matrix.py" report "$csv" "$meta" "$section" "$work/images" images; then
+if SOURCE_ROOT=$source_root "$PYTHON" "$rig/matrix.py" report "$csv" "$meta" "$section" "$work/images" images; then
   cat "$section"
   if $write_docs; then
     mkdir -p "$images_dir"

@@ -214,7 +214,8 @@ def command_report(args):
     if meta.get("unavailable"):
         out("- Not measured: " + "; ".join(meta["unavailable"]))
     raw = os.path.abspath(csv_path)
-    root = meta.get("source_root")
+    # The checkout regenerating the report, not the one that ran it.
+    root = os.environ.get("SOURCE_ROOT") or meta.get("source_root")
     if root and not os.path.relpath(raw, root).startswith(".."):
         raw = os.path.relpath(raw, root)
     out(f"- Raw results: `{raw}` (regenerate this section: `tests/bench/run-matrix.sh --report {raw}`)")
