@@ -735,6 +735,8 @@ run_one() {
   ip netns exec "$client_ns" "$sampler" --port "$connect_port" --interval-us "$sample_us" >"$run_dir/sampler.json" 2>"$run_dir/sampler.err" &
   local sampler_pid=$!
   track "$sampler_pid"
+  # Its SIGTERM handler must be in place before the end of the run can stop it.
+  wait_file "$run_dir/sampler.err" 5 || log "the sampler did not start: the run will lack its TCP figures"
 
   local start end status
   start=$EPOCHREALTIME

@@ -242,6 +242,8 @@ int sampler_main(int argc, char** argv) {
     if (!diag.trace) die("cannot write " + trace_path);
   }
   Tally tally;
+  // Whoever started us may now stop us: the handler is in place.
+  std::fprintf(stderr, "sluice-tcp-sampler: sampling sockets to port %ld every %ld us\n", port, interval_us);
   timespec next{};
   ::clock_gettime(CLOCK_MONOTONIC, &next);
   while (!stop_requested) {
