@@ -291,7 +291,8 @@ if [[ ! -x $relay || ! -x $sampler || $relay -ot $rig/delay_relay.cpp || $sample
 fi
 
 # A link does not wait for a CPU: real-time scheduling keeps the relay's releases on time
-# when the client, the server and other work compete for the cores.
+# when the client, the server and other work compete for the cores. The calibration's
+# ping endpoints get it too: they are the instrument measuring the path.
 relay_prefix=()
 if [[ $relay_sched == fifo ]]; then
   if chrt -f 1 true 2>/dev/null; then relay_prefix=(chrt -f 1); else
@@ -517,7 +518,9 @@ nbd_rate() {
   stop_pid "$pid"; untrack "$pid"
 }
 
-median_ms() { "$PYTHON" -c 'import json,sys; print("%.3f" % json.loads(sys.argv[1])["median_ms"])' "$1" 2>/dev/null; }
+# min_median_ms JSON: "MIN/MEDIAN" of a ping result. The minimum is the path's floor;
+# the median adds the ping processes' own wake-up delays on a busy machine.
+min_median_ms() { "$PYTHON" -c 'import json,sys; d = json.loads(sys.argv[1]); print("%.3f/%.3f" % (d["min_ms"], d["median_ms"]))' "$1" 2>/dev/null; }
 
 calibrate() {
   local direct relayed lo_rate ratio port_server port_relay pid rtt result
@@ -559,37 +562,37 @@ calibrate() {
     result='{}'
     take_port; echo_port=$port
     if [[ $(awk -v r="$rtt" 'BEGIN { print (r == 0) }') == 1 ]]; then
-      ip netns exec "$ns_lo" timeout 60 "$PYTHON" "$rig/relay_probe.py" echo --listen "127.0.0.1:$echo_port" >/dev/null 2>&1 &
+      ip netns exec "$ns_lo" timeout 60 "${relay_prefix[@]}" "$PYTHON" "$rig/relay_probe.py" echo --listen "127.0.0.1:$echo_port" >/dev/null 2>&1 &
       pid=$!; track "$pid"
       wait_listening "$ns_lo" "$echo_port" 5 &&
-        result=$(ip netns exec "$ns_lo" timeout 60 "$PYTHON" "$rig/relay_probe.py" ping --connect "127.0.0.1:$echo_port" --count "$ping_count")
+        result=$(ip netns exec "$ns_lo" timeout 60 "${relay_prefix[@]}" "$PYTHON" "$rig/relay_probe.py" ping --connect "127.0.0.1:$echo_port" --count "$ping_count")
     else
-      ip netns exec "$ns_c" timeout 60 "$PYTHON" "$rig/relay_probe.py" echo --listen "$ip_c:$echo_port" >/dev/null 2>&1 &
+      ip netns exec "$ns_c" timeout 60 "${relay_prefix[@]}" "$PYTHON" "$rig/relay_probe.py" echo --listen "$ip_c:$echo_port" >/dev/null 2>&1 &
       pid=$!; track "$pid"
       take_port
       if wait_listening "$ns_c" "$echo_port" 5 && start_relay "$rtt" "$port" "$echo_port"; then
-        result=$(ip netns exec "$ns_a" timeout 60 "$PYTHON" "$rig/relay_probe.py" ping --connect "$ip_b:$port" --count "$ping_count")
+        result=$(ip netns exec "$ns_a" timeout 60 "${relay_prefix[@]}" "$PYTHON" "$rig/relay_probe.py" ping --connect "$ip_b:$port" --count "$ping_count")
         stop_relay
       fi
     fi
     stop_pid "$pid"; untrack "$pid"
-    measured_rtt[$rtt]=$(median_ms "$result")
-    log "RTT $rtt ms: measured ${measured_rtt[$rtt]:-?} ms (median of $ping_count 64-byte round trips, application to application)"
+    measured_rtt[$rtt]=$(min_median_ms "$result")
+    log "RTT $rtt ms: measured ${measured_rtt[$rtt]:-?} ms (min/median of $ping_count 64-byte round trips, application to application)"
   done
   # Base: the two veth legs routed, no relay.
   result='{}'
   take_port; echo_port=$port
-  ip netns exec "$ns_c" timeout 60 "$PYTHON" "$rig/relay_probe.py" echo --listen "$ip_c:$echo_port" >/dev/null 2>&1 &
+  ip netns exec "$ns_c" timeout 60 "${relay_prefix[@]}" "$PYTHON" "$rig/relay_probe.py" echo --listen "$ip_c:$echo_port" >/dev/null 2>&1 &
   pid=$!; track "$pid"
   wait_listening "$ns_c" "$echo_port" 5 &&
-    result=$(ip netns exec "$ns_a" timeout 60 "$PYTHON" "$rig/relay_probe.py" ping --connect "$ip_c:$echo_port" --count "$ping_count")
+    result=$(ip netns exec "$ns_a" timeout 60 "${relay_prefix[@]}" "$PYTHON" "$rig/relay_probe.py" ping --connect "$ip_c:$echo_port" --count "$ping_count")
   stop_pid "$pid"; untrack "$pid"
   local base
-  base=$(median_ms "$result")
+  base=$(min_median_ms "$result")
   log "veth legs routed, without the relay: ${base:-?} ms"
 
   local rtt_text="" r
-  for r in "${rtt_list[@]}"; do rtt_text+="${rtt_text:+, }$r ms -> ${measured_rtt[$r]:-?} ms"; done
+  for r in "${rtt_list[@]}"; do rtt_text+="${rtt_text:+, }$r -> ${measured_rtt[$r]:-?}"; done
   "$PYTHON" - "$calibration_json" "${lo_rate:-}" "${direct:-}" "${relayed:-}" "$ratio" "${base:-}" "$rtt_text" \
     "${nbd_direct:-}" "${nbd_relayed:-}" "$nbd_ratio" "$relay_sched" <<'EOF'
 import json, sys
@@ -598,7 +601,7 @@ summary = (f"through the relay at 0 ms, nbdcopy -> nbdkit writes the image at {n
            f"{nbd_direct or '?'} MiB/s routed by the kernel over the same two veth legs ({nbd_ratio}x); iperf3, one stream: "
            f"{relayed or '?'} against {direct or '?'} Gbit/s ({ratio}x; loopback {lo or '?'} Gbit/s). "
            f"Relay scheduling: {'SCHED_FIFO 1' if sched == 'fifo' else 'normal'}. "
-           f"Application-level RTT (64-byte ping-pong, median): routed, no relay {base or '?'} ms; "
+           f"Application-level RTT (64-byte ping-pong, min/median ms): routed, no relay {base or '?'}; "
            f"per cell, configured -> measured: {rtts}")
 json.dump({"loopback_gbit": lo, "veth_direct_gbit": direct, "veth_relay0_gbit": relayed,
            "relay_ratio": ratio, "nbd_direct_mib_s": nbd_direct, "nbd_relay0_mib_s": nbd_relayed,
@@ -846,7 +849,7 @@ $budget_hit && log "time budget of ${budget}s reached after $(elapsed)s: the rem
 
 machine="$(nproc) CPUs ($(sed -n '/^model name/{s/^model name[[:space:]]*: //;p;q}' /proc/cpuinfo)), \
 $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); \
-load average at the start $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine)"
+load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
 versions="$("$sluice" --version); $(nbdkit --version); $(nbdcopy --version | head -n1); \
 $(qemu-img --version | head -n1); $(iperf3 --version | head -n1); $(openssl version)"
 meta=${csv%.csv}.json
