@@ -258,19 +258,6 @@ wait_file() { # wait_file FILE SECONDS
   return 1
 }
 
-# wait_exit PID SECONDS: wait for a child, at most SECONDS; its status, or 124.
-wait_exit() {
-  local pid=$1 limit=$2 i
-  for ((i = 0; i < limit * 20; i++)); do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      wait "$pid"
-      return $?
-    fi
-    sleep 0.05
-  done
-  return 124
-}
-
 next_port=20000
 take_port() { port=$next_port; next_port=$((next_port + 1)); }
 
@@ -671,7 +658,8 @@ run_one() {
       truncate -s "$size_bytes" "$destination"
       local scheme=tcp
       $tls && scheme=tls
-      server=(/usr/bin/time -f '%e %U %S' -o "$server_time" "$sluice" serve --protocol chunked
+      # timeout bounds the wait for its exit below (it signals its whole process group).
+      server=(timeout -k 5 "$((run_timeout + 30))" /usr/bin/time -f '%e %U %S' -o "$server_time" "$sluice" serve --protocol chunked
         --listen "$scheme://$server_host:$server_port" --output "$destination" --size "$size_bytes" --once)
       $tls && server+=(--tls-cert "$certs/server-cert.pem" --tls-key "$certs/server-key.pem")
       once=true
@@ -747,6 +735,17 @@ run_one() {
     "${client[@]}" >"$run_dir/client.out" 2>"$run_dir/client.err"
   status=$?
   end=$EPOCHREALTIME
+
+  # One-way Chunked: the sender is done when its last bytes are in a socket buffer (or
+  # the relay's ring), the transfer when the receiver has written them and exits. Time
+  # it to that exit; its own timeout bounds the wait.
+  local receiver_status=0
+  if $once && ((status == 0)); then
+    wait "$server_pid"
+    receiver_status=$?
+    untrack "$server_pid"
+    end=$EPOCHREALTIME
+  fi
   local micros=$((10#${end/./} - 10#${start/./}))
   local seconds
   seconds=$(printf '%d.%06d' $((micros / 1000000)) $((micros % 1000000)))
@@ -762,10 +761,10 @@ run_one() {
 
   # The server's CPU; a Chunked receiver exits by itself once the image is written.
   if $once; then
-    if wait_exit "$server_pid" "$run_timeout"; then
+    if ((receiver_status == 0)); then
       read -r _ u s < <(tail -n1 "$server_time") && server_cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", u + s }')
     else
-      $ok && note="receiver did not finish: $(tail -c 300 "$run_dir/server.err" | tr '\n' ' ')"
+      $ok && note="receiver exit status $receiver_status: $(tail -c 300 "$run_dir/server.err" | tr '\n' ' ')"
       ok=false
     fi
   else

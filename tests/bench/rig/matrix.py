@@ -267,8 +267,9 @@ def command_report(args):
     # Throughput overview, one table per group.
     out("### Throughput")
     out("")
-    out("MiB/s of the image (median of the runs, wall clock of the client process including "
-        "connection set-up); in brackets the ratio to arm A of the same cell and destination.")
+    out("MiB/s of the image (median of the runs; wall clock from the client's start, connection "
+        "set-up included, to its exit, or for one-way Chunked to the receiver's exit); in "
+        "brackets the ratio to arm A of the same cell and destination.")
     out("")
     for group in groups:
         out(f"#### {GROUP_TITLES[group]}")
