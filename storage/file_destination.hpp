@@ -11,7 +11,7 @@
 #include "engine/asio.hpp"
 #include "engine/destination.hpp"
 #include "engine/unique_fd.hpp"
-#include "storage/file_handles.hpp"
+#include "engine/uring/file_ring.hpp"
 #include "storage/file_options.hpp"
 
 namespace sluice {
@@ -34,8 +34,8 @@ class FileDestination final : public Destination {
  private:
   FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
-  // The descriptor a request at [offset, offset + size) of memory `data` should use.
-  FileHandles& handles_for(std::uint64_t offset, std::size_t size, const void* data);
+  // Writes through O_DIRECT when asked for and aligned, else through the page cache.
+  awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
 
   std::string path_;
   UniqueFd fd_;
@@ -43,8 +43,7 @@ class FileDestination final : public Destination {
   bool block_device_;
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
-  FileHandles buffered_;
-  FileHandles direct_;
+  FileRing& ring_;
 };
 
 }  // namespace sluice
