@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,16 +46,18 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
   return std::unique_ptr<FileDestination>(
-      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device));
+      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device,
+                          options.writeback_window));
 }
 
 FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd,
-                                 bool block_device)
+                                 bool block_device, std::uint64_t writeback_window)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
       block_device_(block_device),
-      ring_(FileRing::of(ex)) {}
+      ring_(FileRing::of(ex)),
+      writeback_window_(writeback_window) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
@@ -73,7 +76,26 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
 
 awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
   // `data` lives in this frame until the write has completed.
-  co_return co_await write_span(offset, data.data());
+  if (Status s = co_await write_span(offset, data.data()); !s) co_return s;
+  if (writeback_window_ > 0 && !direct_fd_) co_return co_await write_behind(offset, data.size());
+  co_return Status{};
+}
+
+awaitable<Status> FileDestination::write_behind(std::uint64_t offset, std::uint64_t length) {
+  // Errors here are only hints failing (a filesystem without sync_file_range); the
+  // final flush still reports real write errors.
+  co_await ring_.sync_file_range(fd_.get(), offset, length, SYNC_FILE_RANGE_WRITE);
+  dirty_.push_back(Range{offset, length});
+  dirty_bytes_ += length;
+  while (dirty_bytes_ > writeback_window_ && !dirty_.empty()) {
+    Range oldest = dirty_.front();
+    dirty_.pop_front();
+    dirty_bytes_ -= oldest.length;
+    co_await ring_.sync_file_range(fd_.get(), oldest.offset, oldest.length,
+                                   SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    co_await ring_.fadvise(fd_.get(), oldest.offset, oldest.length, POSIX_FADV_DONTNEED);
+  }
+  co_return Status{};
 }
 
 awaitable<Status> FileDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {

@@ -5,6 +5,7 @@
 // ranges are punched or zeroed explicitly.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -32,7 +33,9 @@ class FileDestination final : public Destination {
   bool is_block_device() const { return block_device_; }
 
  private:
-  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device);
+  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device,
+                  std::uint64_t writeback_window);
+  awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
@@ -44,6 +47,13 @@ class FileDestination final : public Destination {
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
   FileRing& ring_;
+  std::uint64_t writeback_window_;
+  struct Range {
+    std::uint64_t offset;
+    std::uint64_t length;
+  };
+  std::deque<Range> dirty_;  // written, writeback started, not yet known to be on disk
+  std::uint64_t dirty_bytes_ = 0;
 };
 
 }  // namespace sluice
