@@ -93,6 +93,7 @@ done
 nbd_table=""
 if command -v nbdkit >/dev/null; then
   sock=$dir/nbdkit.sock
+  rm -f "$sock"
   nbdkit --exit-with-parent -U "$sock" -f null size="$bytes" & nbdkit_pid=$!
   for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
   nbd_table+="| route | request size | $(printf 'depth %s | ' "${depths[@]}")"$'\n'
@@ -109,7 +110,9 @@ if command -v nbdkit >/dev/null; then
     nbd_table+="$line"$'\n'
   done
   echo "$nbd_table"
-  kill "$nbdkit_pid"; wait "$nbdkit_pid" 2>/dev/null || true; nbdkit_pid=
+  kill "$nbdkit_pid" 2>/dev/null || true
+  wait "$nbdkit_pid" 2>/dev/null || true
+  nbdkit_pid=
 fi
 
 sparse_table="| --sparse | random data, to file MiB/s | half zeros, to file MiB/s | half zeros, allocated size of the copy |"$'\n'
