@@ -132,6 +132,7 @@ awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t
 awaitable<Status> FileImage::zero(std::uint64_t offset, std::uint64_t length, ZeroRequest request) {
   if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
   if (length == 0) co_return Status{};
+  known_data_end_ = known_data_begin_;
   bool done = false;
   Status status;
   // Cheapest first, all of them metadata only: a hole (when allowed), then zeroing in
@@ -177,6 +178,7 @@ awaitable<Status> FileImage::write_zeros(std::uint64_t offset, std::uint64_t len
 awaitable<Status> FileImage::trim(std::uint64_t offset, std::uint64_t length, bool durable) {
   if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
   if (!traits_.can_trim || !punch_supported_ || length == 0) co_return Status{};  // advisory
+  known_data_end_ = known_data_begin_;
   bool done = false;
   Status status = co_await fallocate("trimming", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
                                      &punch_supported_, &done);
@@ -200,7 +202,19 @@ awaitable<Status> FileImage::cache(std::uint64_t offset, std::uint64_t length) {
 awaitable<Result<std::vector<Extent>>> FileImage::extents(std::uint64_t offset, std::uint64_t length) {
   const std::uint64_t end = std::min(size_, offset + std::min(length, size_ - std::min(offset, size_)));
   if (offset >= end) co_return std::vector<Extent>{};
-  if (!traits_.can_extents) co_return std::vector<Extent>{Extent{offset, end - offset, ExtentKind::data}};
+  auto all_data = std::vector<Extent>{Extent{offset, end - offset, ExtentKind::data}};
+  if (!traits_.can_extents) co_return all_data;
+  if (offset >= known_data_begin_ && end <= known_data_end_) co_return all_data;
+  // Most reads land in data: learn how far that data goes, once.
+  off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_DATA);
+  if (data >= 0 && static_cast<std::uint64_t>(data) == offset) {
+    off_t hole = ::lseek(fd_.get(), data, SEEK_HOLE);
+    if (hole > data) {
+      known_data_begin_ = offset;
+      known_data_end_ = static_cast<std::uint64_t>(hole);
+      if (end <= known_data_end_) co_return all_data;
+    }
+  }
   co_return file_extents(fd_.get(), size_, offset, end - offset);
 }
 

@@ -66,6 +66,13 @@ class FileImage final : public Image {
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
   bool allocate_supported_ = true;
+  // A stretch known to be all data, from the last SEEK_DATA/SEEK_HOLE pair. Finding
+  // the end of a data run costs time proportional to its length on some filesystems
+  // (tmpfs walks its pages), so without this every read of a large allocated file
+  // would pay for a walk to the next hole. Writes only turn holes into data; zero and
+  // trim may punch holes, so they forget it.
+  std::uint64_t known_data_begin_ = 0;
+  std::uint64_t known_data_end_ = 0;
 };
 
 }  // namespace sluice

@@ -257,7 +257,15 @@ awaitable<Result<std::optional<Negotiated>>> negotiate(std::unique_ptr<Stream>& 
   const std::uint16_t offered = handshake_flag::fixed_newstyle | handshake_flag::no_zeroes;
   if (Status sent = co_await send(s, encode_greeting(offered)); !sent) co_return tl::unexpected(sent.error());
   std::array<std::byte, client_flags_size> client_flags{};
-  if (Status got = co_await stream->read_exactly(client_flags); !got) co_return tl::unexpected(got.error());
+  // A client that connects and goes without a word (a health check, a port probe)
+  // has ended its session, not failed it.
+  auto first = co_await stream->read_some(client_flags);
+  if (!first) co_return tl::unexpected(first.error());
+  if (*first == 0) co_return std::nullopt;
+  if (*first < client_flags.size()) {
+    if (Status got = co_await stream->read_exactly(std::span(client_flags).subspan(*first)); !got)
+      co_return tl::unexpected(got.error());
+  }
   auto flags = decode_client_flags(client_flags, offered);
   if (!flags) co_return tl::unexpected(flags.error());  // the spec: drop the connection
   s.no_zeroes = (*flags & client_flag::no_zeroes) != 0;
