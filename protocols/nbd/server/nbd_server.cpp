@@ -52,12 +52,12 @@ awaitable<Status> NbdServer::serve(std::unique_ptr<Stream> stream) {
   });
   auto negotiated = co_await negotiate(stream, config_);
   deadline.cancel();
+  if (connection.timed_out)
+    co_return fail(std::errc::timed_out, "dropped: no export chosen within " +
+                                             std::to_string(config_.handshake_timeout.count() / 1000) +
+                                             " s (--handshake-timeout)");
   if (!negotiated) {
     if (stopping_) co_return Status{};
-    if (connection.timed_out)
-      co_return fail(std::errc::timed_out, "dropped: no export chosen within " +
-                                               std::to_string(config_.handshake_timeout.count() / 1000) +
-                                               " s (--handshake-timeout)");
     co_return tl::unexpected(negotiated.error());
   }
   if (!*negotiated) {  // the client ended the session during the handshake

@@ -180,8 +180,12 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     }
     if (carries_payload) {
       // A refused WRITE's payload is still on the wire: read past it to stay in step.
-      Status got = request->refusal ? co_await reader_.skip(header.length)
-                                    : co_await reader_.payload(request->buffer.data());
+      // (Not a conditional expression: g++ 12 destroys a co_await's result twice there.)
+      Status got;
+      if (request->refusal)
+        got = co_await reader_.skip(header.length);
+      else
+        got = co_await reader_.payload(request->buffer.data());
       if (!got) co_return got;
     }
     ++in_flight_;
