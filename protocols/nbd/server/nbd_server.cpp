@@ -44,15 +44,24 @@ awaitable<Status> NbdServer::serve(std::unique_ptr<Stream> stream) {
   } unlist{live_, live_.begin()};
 
   // The fd stays the same after STARTTLS: the TLS stream takes over the same socket.
+  // What the timer's handler may touch: it can run after this frame is gone (a
+  // handler already queued when the timer is cancelled still runs).
+  struct Deadline {
+    int fd;
+    bool over = false;
+    bool expired = false;
+  };
+  auto state = std::make_shared<Deadline>(Deadline{connection.fd});
   asio::steady_timer deadline(ex, config_.handshake_timeout);
-  deadline.async_wait([c = &connection](const asio::error_code& ec) {
-    if (ec) return;  // cancelled: the handshake ended in time (and `c` may be gone)
-    c->timed_out = true;
-    if (c->fd >= 0) ::shutdown(c->fd, SHUT_RDWR);
+  deadline.async_wait([state](const asio::error_code& ec) {
+    if (ec || state->over) return;
+    state->expired = true;
+    if (state->fd >= 0) ::shutdown(state->fd, SHUT_RDWR);
   });
   auto negotiated = co_await negotiate(stream, config_);
+  state->over = true;
   deadline.cancel();
-  if (connection.timed_out)
+  if (state->expired)
     co_return fail(std::errc::timed_out, "dropped: no export chosen within " +
                                              std::to_string(config_.handshake_timeout.count() / 1000) +
                                              " s (--handshake-timeout)");

@@ -38,7 +38,6 @@ class NbdServer {
   struct Connection {
     int fd = -1;  // the socket, for shutting it down from outside; -1 if not a socket
     Transmission* transmission = nullptr;
-    bool timed_out = false;
   };
 
   ServerConfig config_;

@@ -88,7 +88,10 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
   terms_.allocation_context = negotiated.allocation_context;
 }
 
-Transmission::~Transmission() { grace_.cancel(); }
+Transmission::~Transmission() {
+  *alive_ = false;
+  grace_.cancel();
+}
 
 awaitable<Status> Transmission::run() {
   TaskGroup handlers(ex_, [this] {
@@ -117,8 +120,8 @@ void Transmission::stop() {
   if (in_flight_ == 0) interrupt();
   // A client that neither finishes nor reads its replies must not hold the server.
   grace_.expires_after(config_.shutdown_grace);
-  grace_.async_wait([this](const asio::error_code& ec) {
-    if (ec) return;  // cancelled: the session ended in time (and `this` may be gone)
+  grace_.async_wait([this, alive = alive_](const asio::error_code& ec) {
+    if (ec || !*alive) return;  // the session ended in time (and `this` may be gone)
     interrupt();
     stream_.abort();
     requests_.close();

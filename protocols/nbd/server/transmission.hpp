@@ -85,6 +85,9 @@ class Transmission {
   static constexpr std::size_t size_classes = 14;  // up to 32 MiB
   std::array<std::unique_ptr<BufferPool>, size_classes> pools_;
   asio::steady_timer grace_;
+  // False once this object is gone: a timer handler already queued when the timer was
+  // cancelled still runs, and must not touch it then.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
   std::size_t in_flight_ = 0;
   std::size_t served_ = 0;
   bool stopping_ = false;
