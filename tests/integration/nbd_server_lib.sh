@@ -44,6 +44,8 @@ free_port() {
 start_server() {
   local listen=$1
   shift
+  # A socket file left by an earlier server would look like this one listening.
+  case $listen in unix://*) rm -f "${listen#unix://}" ;; esac
   "$SLUICE" serve --protocol nbd --listen "$listen" "$@" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
