@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,17 +46,18 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
   return std::unique_ptr<FileDestination>(
-      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device));
+      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device,
+                          options.writeback_window));
 }
 
 FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd,
-                                 bool block_device)
+                                 bool block_device, std::uint64_t writeback_window)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
       block_device_(block_device),
-      buffered_(ex, fd_.get()),
-      direct_(ex, direct_fd_ ? direct_fd_.get() : fd_.get()) {}
+      ring_(FileRing::of(ex)),
+      writeback_window_(writeback_window) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
@@ -65,34 +67,51 @@ DestinationTraits FileDestination::traits() const {
   return traits;
 }
 
-FileHandles& FileDestination::handles_for(std::uint64_t offset, std::size_t size, const void* data) {
-  bool aligned = offset % direct_alignment == 0 && size % direct_alignment == 0 &&
-                 reinterpret_cast<std::uintptr_t>(data) % direct_alignment == 0;
-  return direct_fd_ && aligned ? direct_ : buffered_;
+awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<const std::byte> bytes) {
+  bool aligned = offset % direct_alignment == 0 && bytes.size() % direct_alignment == 0 &&
+                 reinterpret_cast<std::uintptr_t>(bytes.data()) % direct_alignment == 0;
+  if (direct_fd_ && aligned) co_return co_await ring_write_all(ring_, direct_fd_.get(), offset, bytes, false);
+  co_return co_await ring_write_all(ring_, fd_.get(), offset, bytes, true);
 }
 
 awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
-  auto file = handles_for(offset, data.size(), data.data().data()).lend();
-  if (!file) co_return tl::unexpected(file.error());
   // `data` lives in this frame until the write has completed.
-  co_return co_await write_all(**file, offset, data.data());
+  if (Status s = co_await write_span(offset, data.data()); !s) co_return s;
+  if (writeback_window_ > 0 && !direct_fd_) co_return co_await write_behind(offset, data.size());
+  co_return Status{};
+}
+
+awaitable<Status> FileDestination::write_behind(std::uint64_t offset, std::uint64_t length) {
+  // Errors here are only hints failing (a filesystem without sync_file_range); the
+  // final flush still reports real write errors.
+  co_await ring_.sync_file_range(fd_.get(), offset, length, SYNC_FILE_RANGE_WRITE);
+  dirty_.push_back(Range{offset, length});
+  dirty_bytes_ += length;
+  while (dirty_bytes_ > writeback_window_ && !dirty_.empty()) {
+    Range oldest = dirty_.front();
+    dirty_.pop_front();
+    dirty_bytes_ -= oldest.length;
+    co_await ring_.sync_file_range(fd_.get(), oldest.offset, oldest.length,
+                                   SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
+    co_await ring_.fadvise(fd_.get(), oldest.offset, oldest.length, POSIX_FADV_DONTNEED);
+  }
+  co_return Status{};
 }
 
 awaitable<Status> FileDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
   // Cheapest first: punching a hole (reads as zeros, frees space), then zeroing the
-  // range in place (stays allocated), then writing zeros. fallocate is synchronous, but
-  // it touches metadata only, never the data path's buffers.
-  auto off = static_cast<off_t>(offset);
-  auto len = static_cast<off_t>(length);
+  // range in place (stays allocated), then writing zeros.
   if (mode == ZeroMode::may_punch && punch_supported_) {
-    if (::fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) == 0) co_return Status{};
-    if (!unsupported(errno)) co_return fail_at("punching a hole", offset, errno_code(errno));
+    int ret = co_await ring_.fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+    if (ret == 0) co_return Status{};
+    if (!unsupported(-ret)) co_return fail_at("punching a hole", offset, errno_code(-ret));
     punch_supported_ = false;
   }
   if (zero_range_supported_) {
-    if (::fallocate(fd_.get(), FALLOC_FL_ZERO_RANGE | (block_device_ ? 0 : FALLOC_FL_KEEP_SIZE), off, len) == 0)
-      co_return Status{};
-    if (!unsupported(errno)) co_return fail_at("zeroing", offset, errno_code(errno));
+    int ret = co_await ring_.fallocate(fd_.get(), FALLOC_FL_ZERO_RANGE | (block_device_ ? 0 : FALLOC_FL_KEEP_SIZE),
+                                       offset, length);
+    if (ret == 0) co_return Status{};
+    if (!unsupported(-ret)) co_return fail_at("zeroing", offset, errno_code(-ret));
     zero_range_supported_ = false;
   }
   co_return co_await write_zeros(offset, length);
@@ -103,9 +122,7 @@ awaitable<Status> FileDestination::write_zeros(std::uint64_t offset, std::uint64
   std::fill(zeros.data().begin(), zeros.data().end(), std::byte{0});
   while (length > 0) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, zeros.size()));
-    auto file = handles_for(offset, n, zeros.data().data()).lend();
-    if (!file) co_return tl::unexpected(file.error());
-    if (Status s = co_await write_all(**file, offset, zeros.data().first(n)); !s) co_return s;
+    if (Status s = co_await write_span(offset, zeros.data().first(n)); !s) co_return s;
     offset += n;
     length -= n;
   }
@@ -113,8 +130,8 @@ awaitable<Status> FileDestination::write_zeros(std::uint64_t offset, std::uint64
 }
 
 awaitable<Status> FileDestination::flush() {
-  if (::fdatasync(fd_.get()) != 0)
-    co_return fail(errno_code(errno), path_ + ": flush failed: " + errno_code(errno).message());
+  int ret = co_await ring_.fsync(fd_.get(), true);
+  if (ret < 0) co_return fail(errno_code(-ret), path_ + ": flush failed: " + errno_code(-ret).message());
   co_return Status{};
 }
 

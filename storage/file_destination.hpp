@@ -5,13 +5,14 @@
 // ranges are punched or zeroed explicitly.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
 
 #include "engine/asio.hpp"
 #include "engine/destination.hpp"
 #include "engine/unique_fd.hpp"
-#include "storage/file_handles.hpp"
+#include "engine/uring/file_ring.hpp"
 #include "storage/file_options.hpp"
 
 namespace sluice {
@@ -32,10 +33,12 @@ class FileDestination final : public Destination {
   bool is_block_device() const { return block_device_; }
 
  private:
-  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device);
+  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device,
+                  std::uint64_t writeback_window);
+  awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
-  // The descriptor a request at [offset, offset + size) of memory `data` should use.
-  FileHandles& handles_for(std::uint64_t offset, std::size_t size, const void* data);
+  // Writes through O_DIRECT when asked for and aligned, else through the page cache.
+  awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
 
   std::string path_;
   UniqueFd fd_;
@@ -43,8 +46,14 @@ class FileDestination final : public Destination {
   bool block_device_;
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
-  FileHandles buffered_;
-  FileHandles direct_;
+  FileRing& ring_;
+  std::uint64_t writeback_window_;
+  struct Range {
+    std::uint64_t offset;
+    std::uint64_t length;
+  };
+  std::deque<Range> dirty_;  // written, writeback started, not yet known to be on disk
+  std::uint64_t dirty_bytes_ = 0;
 };
 
 }  // namespace sluice

@@ -37,8 +37,7 @@ FileSource::FileSource(executor ex, std::string path, UniqueFd fd, UniqueFd dire
       direct_fd_(std::move(direct_fd)),
       size_(size),
       block_device_(block_device),
-      buffered_(ex, fd_.get()),
-      direct_(ex, direct_fd_ ? direct_fd_.get() : fd_.get()) {}
+      ring_(FileRing::of(ex)) {}
 
 BlockSizes FileSource::block_sizes() const {
   // Keep O_DIRECT requests aligned; the unaligned tail goes through the page cache.
@@ -68,9 +67,10 @@ Status FileSource::check_size() const {
 awaitable<Status> FileSource::read(std::uint64_t offset, std::span<std::byte> into) {
   bool aligned = offset % direct_alignment == 0 && into.size() % direct_alignment == 0 &&
                  reinterpret_cast<std::uintptr_t>(into.data()) % direct_alignment == 0;
-  auto file = (direct_fd_ && aligned) ? direct_.lend() : buffered_.lend();
-  if (!file) co_return tl::unexpected(file.error());
-  co_return co_await read_exactly(**file, offset, into);
+  // Page-cache reads go to the kernel's workers (another core copies); O_DIRECT reads
+  // are asynchronous by nature.
+  if (direct_fd_ && aligned) co_return co_await ring_read_exactly(ring_, direct_fd_.get(), offset, into, false);
+  co_return co_await ring_read_exactly(ring_, fd_.get(), offset, into, true);
 }
 
 std::uint64_t FileSource::allocated_bytes() const {

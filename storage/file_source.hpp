@@ -7,7 +7,7 @@
 #include "engine/asio.hpp"
 #include "engine/source.hpp"
 #include "engine/unique_fd.hpp"
-#include "storage/file_handles.hpp"
+#include "engine/uring/file_ring.hpp"
 #include "storage/file_options.hpp"
 
 namespace sluice {
@@ -40,8 +40,7 @@ class FileSource final : public Source {
   UniqueFd direct_fd_;  // only with FileOptions::direct
   std::uint64_t size_;
   bool block_device_;
-  FileHandles buffered_;
-  FileHandles direct_;
+  FileRing& ring_;
 };
 
 }  // namespace sluice

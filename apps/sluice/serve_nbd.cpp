@@ -1,9 +1,59 @@
+// sluice serve --protocol nbd: the configured files and devices as NBD exports.
+#include <set>
+
 #include "apps/sluice/serve_service.hpp"
+#include "apps/sluice/usage_error.hpp"
+#include "protocols/nbd/server/nbd_server.hpp"
+#include "storage/file_image.hpp"
 
 namespace sluice::cli {
 
-Result<ServeService> make_nbd_service(executor, const ServeOptions&) {
-  return fail(std::errc::function_not_supported, "--protocol nbd is not implemented yet");
+namespace {
+
+std::string describe_export(const FileImage& image, bool read_only) {
+  // The file's own name only: clients have no business learning the server's paths.
+  std::string path = image.describe();
+  auto slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  return name + (image.is_block_device() ? " (block device" : " (raw image file") +
+         (read_only ? ", read-only)" : ")");
+}
+
+}  // namespace
+
+Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options) {
+  nbd::ServerConfig config;
+  std::set<std::string> names;
+  for (const ExportSpec& spec : options.exports) {
+    if (!names.insert(spec.name).second) throw UsageError("--export: the name '" + spec.name + "' is used twice");
+    FileImageOptions image_options;
+    image_options.read_only = options.read_only;
+    image_options.direct = options.direct;
+    auto image = FileImage::open(ex, spec.path, image_options);
+    if (!image) return fail(image.error().code, "export '" + spec.name + "': " + image.error().message);
+    std::string description = describe_export(**image, options.read_only);
+    config.exports.push_back(nbd::ServerExport{spec.name, std::move(description), std::move(*image)});
+  }
+
+  const bool credentials = !options.tls.certificate.empty() || !options.tls.psk_file.empty();
+  if (options.tls_mode == "require" && !credentials)
+    throw UsageError("--tls=require needs --tls-cert and --tls-key, or --tls-psk-file");
+  if (credentials && options.tls_mode != "off") {
+    auto tls = TlsContext::create(TlsRole::server, options.tls);
+    if (!tls) return tl::unexpected(tls.error());
+    config.tls = *tls;
+    // Only two modes: TLS for everything (the spec's FORCEDTLS) or none. Allowing both
+    // would let a man in the middle talk a client out of TLS.
+    config.tls_required = true;
+  }
+  config.stream = options.stream;
+  config.handshake_timeout = options.handshake_timeout;
+
+  auto server = std::make_shared<nbd::NbdServer>(std::move(config));
+  ServeService service;
+  service.handler = [server](std::unique_ptr<Stream> stream) { return server->serve(std::move(stream)); };
+  service.stop = [server] { server->stop(); };
+  return service;
 }
 
 }  // namespace sluice::cli

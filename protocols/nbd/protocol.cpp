@@ -142,8 +142,12 @@ std::error_code to_error_code(Errno error) {
 
 Errno to_nbd_errno(std::error_code code) {
   if (!code) return Errno::none;
-  if (code.category() != std::generic_category() && code.category() != std::system_category())
-    return Errno::eio;
+  // Asio reports system call failures in a category of its own ("asio.system"), with
+  // errno values all the same.
+  const bool errno_valued = code.category() == std::generic_category() ||
+                            code.category() == std::system_category() ||
+                            std::string_view(code.category().name()) == "asio.system";
+  if (!errno_valued) return Errno::eio;
   switch (code.value()) {
     case EPERM:
     case EACCES:

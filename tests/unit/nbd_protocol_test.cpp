@@ -5,6 +5,8 @@
 #include <future>
 #include <ostream>  // doctest prints std::error_code through it
 
+#include <asio/error.hpp>
+
 #include "protocols/nbd/big_endian.hpp"
 #include "protocols/nbd/protocol.hpp"
 #include "protocols/nbd/wire_reader.hpp"
@@ -111,6 +113,8 @@ TEST_CASE("NBD error numbers map to local errors and back") {
   CHECK(to_nbd_errno(std::make_error_code(std::errc::read_only_file_system)) == Errno::eperm);
   CHECK(to_nbd_errno({EDQUOT, std::generic_category()}) == Errno::enospc);
   CHECK(to_nbd_errno({EFBIG, std::system_category()}) == Errno::enospc);
+  // Asio's own category for failed system calls (a full disk under an io_uring write).
+  CHECK(to_nbd_errno({ENOSPC, asio::error::get_system_category()}) == Errno::enospc);
   CHECK(to_nbd_errno(std::make_error_code(std::errc::invalid_argument)) == Errno::einval);
   // No NBD number for it: EIO.
   CHECK(to_nbd_errno(std::make_error_code(std::errc::no_such_device)) == Errno::eio);

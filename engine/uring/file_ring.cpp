@@ -1,0 +1,164 @@
+#include "engine/uring/file_ring.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace sluice {
+
+asio::execution_context::id FileRing::id;
+
+namespace {
+constexpr unsigned ring_entries = 1024;
+}
+
+FileRing::FileRing(asio::execution_context& context)
+    : asio::execution_context::service(context),
+      wakeups_(static_cast<asio::io_context&>(context)) {
+  int ret = io_uring_queue_init(ring_entries, &ring_, 0);
+  if (ret < 0) throw std::runtime_error(std::string("io_uring_queue_init: ") + std::strerror(-ret));
+  ring_ready_ = true;
+  eventfd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (eventfd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  ret = io_uring_register_eventfd(&ring_, eventfd_);
+  if (ret < 0) throw std::runtime_error(std::string("io_uring_register_eventfd: ") + std::strerror(-ret));
+  // The descriptor object owns a dup, so closing either never races the other.
+  wakeups_.assign(::dup(eventfd_));
+}
+
+FileRing::~FileRing() {
+  if (ring_ready_) io_uring_queue_exit(&ring_);
+  if (eventfd_ >= 0) ::close(eventfd_);
+}
+
+FileRing& FileRing::of(const executor& ex) {
+  return asio::use_service<FileRing>(asio::query(ex, asio::execution::context));
+}
+
+void FileRing::shutdown() {
+  // The context is going away: wait for the kernel to finish what it started, then
+  // destroy the pending handlers without running them (Asio's shutdown rule).
+  asio::error_code ignored;
+  wakeups_.close(ignored);
+  while (in_flight_ > 0) {
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_wait_cqe(&ring_, &cqe) < 0) break;
+    delete static_cast<Operation*>(io_uring_cqe_get_data(cqe));
+    io_uring_cqe_seen(&ring_, cqe);
+    --in_flight_;
+  }
+}
+
+io_uring_sqe* FileRing::next_sqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+  if (sqe == nullptr) {  // queue full: hand what is there to the kernel, then retry
+    io_uring_submit(&ring_);
+    sqe = io_uring_get_sqe(&ring_);
+  }
+  return sqe;
+}
+
+void FileRing::start(Operation* operation, io_uring_sqe* sqe) {
+  io_uring_sqe_set_data(sqe, operation);
+  ++in_flight_;
+  int ret = io_uring_submit(&ring_);
+  if (ret < 0) {
+    // Nothing went in; fail this one operation rather than the whole ring.
+    --in_flight_;
+    operation->complete(ret);
+    delete operation;
+    return;
+  }
+  wait_for_completions();
+}
+
+void FileRing::wait_for_completions() {
+  if (waiting_ || in_flight_ == 0) return;
+  waiting_ = true;
+  // Only while operations are in flight, so an idle ring never keeps run() going.
+  wakeups_.async_read_some(asio::buffer(&wakeup_count_, sizeof wakeup_count_),
+                           [this](const asio::error_code& ec, std::size_t) {
+                             waiting_ = false;
+                             if (ec == asio::error::operation_aborted) return;
+                             reap();
+                             wait_for_completions();
+                           });
+}
+
+void FileRing::reap() {
+  io_uring_cqe* cqe = nullptr;
+  while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
+    auto* operation = static_cast<Operation*>(io_uring_cqe_get_data(cqe));
+    int result = cqe->res;
+    io_uring_cqe_seen(&ring_, cqe);
+    --in_flight_;
+    operation->complete(result);
+    delete operation;
+  }
+}
+
+awaitable<int> FileRing::read(int fd, std::uint64_t offset, std::span<std::byte> into, bool offload) {
+  return submit([=](io_uring_sqe* sqe) {
+    io_uring_prep_read(sqe, fd, into.data(), static_cast<unsigned>(into.size()), offset);
+    if (offload) sqe->flags |= IOSQE_ASYNC;
+  });
+}
+
+awaitable<int> FileRing::write(int fd, std::uint64_t offset, std::span<const std::byte> from, bool offload) {
+  return submit([=](io_uring_sqe* sqe) {
+    io_uring_prep_write(sqe, fd, from.data(), static_cast<unsigned>(from.size()), offset);
+    if (offload) sqe->flags |= IOSQE_ASYNC;
+  });
+}
+
+awaitable<int> FileRing::fsync(int fd, bool data_only) {
+  return submit([=](io_uring_sqe* sqe) { io_uring_prep_fsync(sqe, fd, data_only ? IORING_FSYNC_DATASYNC : 0); });
+}
+
+awaitable<int> FileRing::fallocate(int fd, int mode, std::uint64_t offset, std::uint64_t length) {
+  return submit([=](io_uring_sqe* sqe) { io_uring_prep_fallocate(sqe, fd, mode, offset, length); });
+}
+
+awaitable<int> FileRing::sync_file_range(int fd, std::uint64_t offset, std::uint64_t length, unsigned flags) {
+  return submit([=](io_uring_sqe* sqe) {
+    io_uring_prep_sync_file_range(sqe, fd, static_cast<unsigned>(length), offset, static_cast<int>(flags));
+  });
+}
+
+awaitable<int> FileRing::fadvise(int fd, std::uint64_t offset, std::uint64_t length, int advice) {
+  return submit([=](io_uring_sqe* sqe) {
+    io_uring_prep_fadvise(sqe, fd, offset, static_cast<off_t>(length), advice);
+  });
+}
+
+awaitable<Status> ring_read_exactly(FileRing& ring, int fd, std::uint64_t offset, std::span<std::byte> into,
+                                    bool offload) {
+  std::size_t done = 0;
+  while (done < into.size()) {
+    int n = co_await ring.read(fd, offset + done, into.subspan(done), offload);
+    if (n < 0) co_return fail_at("read", offset + done, errno_code(-n));
+    if (n == 0)
+      co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset + done) +
+                                              ": unexpected end of file (the source shrank while being copied?)");
+    done += static_cast<std::size_t>(n);
+  }
+  co_return Status{};
+}
+
+awaitable<Status> ring_write_all(FileRing& ring, int fd, std::uint64_t offset, std::span<const std::byte> from,
+                                 bool offload) {
+  std::size_t done = 0;
+  while (done < from.size()) {
+    int n = co_await ring.write(fd, offset + done, from.subspan(done), offload);
+    if (n < 0) co_return fail_at("write", offset + done, errno_code(-n));
+    if (n == 0) co_return fail_at("write", offset + done, std::make_error_code(std::errc::io_error));
+    done += static_cast<std::size_t>(n);
+  }
+  co_return Status{};
+}
+
+}  // namespace sluice

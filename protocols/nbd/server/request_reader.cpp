@@ -1,0 +1,82 @@
+#include "protocols/nbd/server/request_reader.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sluice::nbd {
+
+namespace {
+// A remaining payload at least this large is received in place rather than staged.
+constexpr std::size_t direct_threshold = 16 * 1024;
+}  // namespace
+
+RequestReader::RequestReader(Stream& stream, std::size_t staging) : stream_(stream), staging_(staging) {}
+
+awaitable<Result<bool>> RequestReader::fill() {
+  if (begin_ == end_) {
+    begin_ = end_ = 0;
+  } else if (end_ == staging_.size()) {
+    std::memmove(staging_.data(), staging_.data() + begin_, staged());
+    end_ -= begin_;
+    begin_ = 0;
+  }
+  auto n = co_await stream_.read_some(std::span(staging_).subspan(end_));
+  if (!n) co_return tl::unexpected(n.error());
+  end_ += *n;
+  co_return *n > 0;
+}
+
+awaitable<Result<std::optional<RequestHeader>>> RequestReader::next() {
+  while (staged() < request_header_size) {
+    auto more = co_await fill();
+    if (!more) co_return tl::unexpected(more.error());
+    if (!*more) {
+      if (staged() == 0) co_return std::nullopt;
+      co_return fail(std::errc::connection_reset, stream_.peer() + " closed the connection inside a request header (" +
+                                                      std::to_string(staged()) + " of 28 bytes)");
+    }
+  }
+  auto header = decode_request_header(std::span(staging_).subspan(begin_, request_header_size));
+  if (!header) co_return tl::unexpected(header.error());
+  begin_ += request_header_size;
+  co_return *header;
+}
+
+awaitable<Status> RequestReader::payload(std::span<std::byte> into) {
+  std::size_t done = std::min(staged(), into.size());
+  std::memcpy(into.data(), staging_.data() + begin_, done);
+  begin_ += done;
+  while (done < into.size()) {
+    const std::size_t rest = into.size() - done;
+    if (rest >= direct_threshold) {
+      if (Status got = co_await stream_.read_exactly(into.subspan(done)); !got) co_return got;
+      co_return Status{};
+    }
+    auto more = co_await fill();
+    if (!more) co_return tl::unexpected(more.error());
+    if (!*more)
+      co_return fail(std::errc::connection_reset, stream_.peer() + " closed the connection inside a WRITE payload");
+    std::size_t n = std::min(staged(), rest);
+    std::memcpy(into.data() + done, staging_.data() + begin_, n);
+    begin_ += n;
+    done += n;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> RequestReader::skip(std::uint64_t length) {
+  while (length > 0) {
+    if (staged() == 0) {
+      auto more = co_await fill();
+      if (!more) co_return tl::unexpected(more.error());
+      if (!*more)
+        co_return fail(std::errc::connection_reset, stream_.peer() + " closed the connection inside a WRITE payload");
+    }
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(staged(), length));
+    begin_ += n;
+    length -= n;
+  }
+  co_return Status{};
+}
+
+}  // namespace sluice::nbd

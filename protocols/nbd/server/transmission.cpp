@@ -1,0 +1,358 @@
+#include "protocols/nbd/server/transmission.hpp"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+
+namespace sluice::nbd {
+
+namespace {
+
+// Payload bytes are counted against a connection's budget in units of this size (one
+// credit each), by the size class of the buffer a request takes.
+constexpr std::size_t byte_unit = 256 * 1024;
+constexpr std::size_t smallest_class = 4096;
+// Holes shorter than this are sent as data: the chunk header would cost about as much,
+// and a data chunk after a hole finds room for its header in the hole's bytes.
+constexpr std::uint64_t min_hole = 512;
+
+std::size_t class_index(std::size_t length) {
+  std::size_t index = 0;
+  while ((smallest_class << index) < length) ++index;
+  return index;
+}
+
+std::size_t units_for_class(std::size_t index) {
+  return std::max<std::size_t>(1, (smallest_class << index) / byte_unit);
+}
+
+std::uint32_t allocation_flags(ExtentKind kind) {
+  switch (kind) {
+    case ExtentKind::hole: return allocation_state::hole | allocation_state::zero;
+    case ExtentKind::zero: return allocation_state::zero;
+    case ExtentKind::data: return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Credits taken from one Credits object, all handed back when the lease goes.
+class Transmission::Lease {
+ public:
+  explicit Lease(Credits& credits) : credits_(&credits) {}
+  Lease(Lease&& other) noexcept : credits_(other.credits_), count_(std::exchange(other.count_, 0)) {}
+  Lease& operator=(Lease&&) = delete;
+  ~Lease() {
+    for (; count_ > 0; --count_) credits_->release();
+  }
+  awaitable<Status> take(std::size_t count) {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (Status got = co_await credits_->acquire(); !got) co_return got;
+      ++count_;
+    }
+    co_return Status{};
+  }
+
+ private:
+  Credits* credits_;
+  std::size_t count_ = 0;
+};
+
+struct Transmission::Request {
+  RequestHeader header;
+  Lease slot;   // one of the connection's request credits
+  Lease bytes;  // the payload's share of the byte budget
+  std::optional<Refusal> refusal;
+  Buffer buffer;  // the WRITE payload, or where a READ's data goes
+};
+
+Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negotiated, const ServerConfig& config,
+                           std::function<void()> interrupt_reading)
+    : ex_(ex),
+      stream_(stream),
+      image_(*negotiated.chosen->image),
+      config_(config),
+      allocation_context_id_(negotiated.allocation_context_id),
+      interrupt_reading_(std::move(interrupt_reading)),
+      reader_(stream),
+      requests_(ex, std::max<std::size_t>(config.max_requests_in_flight, 1)),
+      // Room for at least one request of the largest size, whatever was configured.
+      byte_units_(ex, std::max<std::size_t>(config.max_bytes_in_flight, 32u << 20) / byte_unit),
+      grace_(ex) {
+  terms_.size = image_.size();
+  terms_.flags = negotiated.flags;
+  terms_.block_sizes = image_.traits().block_sizes;
+  terms_.structured_replies = negotiated.structured_replies;
+  terms_.allocation_context = negotiated.allocation_context;
+}
+
+Transmission::~Transmission() {
+  *alive_ = false;
+  grace_.cancel();
+}
+
+awaitable<Status> Transmission::run() {
+  TaskGroup handlers(ex_, [this] {
+    // A reply could not be sent: the connection is gone. Stop reading too.
+    stream_.abort();
+    requests_.close();
+    byte_units_.close();
+  });
+  Status reading = co_await read_requests(handlers);
+  if (!reading && !stopping_) {
+    // A protocol violation or a lost connection: replies still owed cannot be relied
+    // on to leave (the peer may not read them), so the connection is closed hard. The
+    // handlers still finish their work on the image first.
+    stream_.abort();
+  }
+  Status handled = co_await handlers.join();
+  grace_.cancel();
+  if (!reading && !(stopping_ && (interrupted_ || reading.error().is_cancellation()))) co_return reading;
+  if (!handled && !handled.error().is_cancellation()) co_return handled;
+  co_return Status{};
+}
+
+void Transmission::stop() {
+  if (stopping_) return;
+  stopping_ = true;
+  if (in_flight_ == 0) interrupt();
+  // A client that neither finishes nor reads its replies must not hold the server.
+  grace_.expires_after(config_.shutdown_grace);
+  grace_.async_wait([this, alive = alive_](const asio::error_code& ec) {
+    if (ec || !*alive) return;  // the session ended in time (and `this` may be gone)
+    interrupt();
+    stream_.abort();
+    requests_.close();
+    byte_units_.close();
+  });
+}
+
+void Transmission::interrupt() {
+  if (interrupted_) return;
+  interrupted_ = true;
+  if (interrupt_reading_) interrupt_reading_();
+}
+
+void Transmission::request_done() {
+  --in_flight_;
+  ++served_;
+  if (stopping_ && in_flight_ == 0) interrupt();
+}
+
+awaitable<Result<Buffer>> Transmission::buffer_for(std::size_t length, Lease& bytes) {
+  const std::size_t index = class_index(length);
+  if (Status got = co_await bytes.take(units_for_class(index)); !got) co_return tl::unexpected(got.error());
+  if (!pools_[index]) {
+    const std::size_t size = smallest_class << index;
+    const std::size_t budget = std::max<std::size_t>(config_.max_bytes_in_flight, 32u << 20);
+    // The byte credits already bound how many of this class can be out at once.
+    const std::size_t count =
+        std::min(std::max<std::size_t>(config_.max_requests_in_flight, 1), std::max<std::size_t>(budget / size, 1));
+    pools_[index] = std::make_unique<BufferPool>(ex_, count, size);
+  }
+  auto buffer = co_await pools_[index]->acquire();
+  if (!buffer) co_return tl::unexpected(buffer.error());
+  buffer->truncate(length);
+  co_return std::move(*buffer);
+}
+
+awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
+  for (;;) {
+    Lease slot(requests_);
+    if (Status got = co_await slot.take(1); !got) co_return got;
+    auto next = co_await reader_.next();
+    if (!next) co_return tl::unexpected(next.error());
+    if (!*next) co_return Status{};  // the client closed the connection
+    const RequestHeader& header = **next;
+    if (header.command == Command::disc) co_return Status{};  // in-flight work finishes in run()
+
+    auto request = std::make_unique<Request>(Request{header, std::move(slot), Lease(byte_units_), {}, {}});
+    request->refusal = check_request(header, terms_);
+    if (!request->refusal && stopping_)
+      request->refusal = Refusal{Errno::eshutdown, "the server is shutting down"};
+
+    const bool carries_payload = header.command == Command::write;
+    const bool needs_buffer = !request->refusal && header.length > 0 &&
+                              (header.command == Command::write || header.command == Command::read);
+    if (needs_buffer) {
+      auto buffer = co_await buffer_for(header.length, request->bytes);
+      if (!buffer) co_return tl::unexpected(buffer.error());
+      request->buffer = std::move(*buffer);
+    }
+    if (carries_payload) {
+      // A refused WRITE's payload is still on the wire: read past it to stay in step.
+      // (Not a conditional expression: g++ 12 destroys a co_await's result twice there.)
+      Status got;
+      if (request->refusal)
+        got = co_await reader_.skip(header.length);
+      else
+        got = co_await reader_.payload(request->buffer.data());
+      if (!got) co_return got;
+    }
+    ++in_flight_;
+    handlers.spawn(handle(std::move(request)));
+  }
+}
+
+awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
+  const RequestHeader& h = request->header;
+  Status sent;
+  if (request->refusal) {
+    sent = co_await reply_error(h, request->refusal->error, request->refusal->message);
+  } else {
+    using namespace command_flag;
+    const bool fua = (h.flags & command_flag::fua) != 0;
+    Status done;
+    bool writes = false;
+    switch (h.command) {
+      case Command::read: sent = co_await serve_read(*request); break;
+      case Command::block_status: sent = co_await serve_block_status(*request); break;
+      case Command::write:
+        done = co_await image_.write(h.offset, request->buffer.data(), fua);
+        writes = true;
+        break;
+      case Command::flush: done = co_await image_.flush(); break;
+      case Command::trim:
+        done = co_await image_.trim(h.offset, h.length, fua);
+        writes = true;
+        break;
+      case Command::write_zeroes:
+        done = co_await image_.zero(
+            h.offset, h.length,
+            ZeroRequest{(h.flags & no_hole) == 0, (h.flags & fast_zero) != 0, fua});
+        writes = true;
+        break;
+      case Command::cache: done = co_await image_.cache(h.offset, h.length); break;
+      default: done = fail(std::errc::invalid_argument, "unexpected command"); break;
+    }
+    if (h.command != Command::read && h.command != Command::block_status) {
+      if (done) {
+        if (writes) wrote_ = true;
+        sent = co_await reply_ok(h.cookie);
+      } else {
+        sent = co_await reply_error(h, to_nbd_errno(done.error().code), done.error().message);
+      }
+    }
+  }
+  request.reset();  // the buffer and the credits go back before the next request needs them
+  request_done();
+  co_return sent;
+}
+
+awaitable<Status> Transmission::reply_ok(std::uint64_t cookie) {
+  auto header = encode_simple_reply_header(SimpleReplyHeader{Errno::none, cookie});
+  co_return co_await stream_.send(Frame{{}, header});
+}
+
+awaitable<Status> Transmission::reply_error(const RequestHeader& request, Errno error, const std::string& message) {
+  if (terms_.structured_replies) {
+    // Structured replies carry the reason as text for the person at the client.
+    auto chunk = encode_error_chunk(request.cookie, reply_flag::done, error, message);
+    co_return co_await stream_.send(Frame{{}, chunk});
+  }
+  auto header = encode_simple_reply_header(SimpleReplyHeader{error, request.cookie});
+  co_return co_await stream_.send(Frame{{}, header});
+}
+
+awaitable<Status> Transmission::serve_read(Request& request) {
+  const RequestHeader& h = request.header;
+  if (h.length == 0) {
+    if (terms_.structured_replies) {
+      auto none = encode_none_chunk(h.cookie);
+      co_return co_await stream_.send(Frame{{}, none});
+    }
+    co_return co_await reply_ok(h.cookie);
+  }
+  Buffer& buffer = request.buffer;
+
+  // Plain replies, and reads the client wants in one piece, carry every byte.
+  const bool whole = !terms_.structured_replies || (h.flags & command_flag::df) != 0 ||
+                     !image_.traits().can_extents;
+  if (whole) {
+    if (Status got = co_await image_.read(h.offset, buffer.data()); !got)
+      co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
+    if (terms_.structured_replies) {
+      encode_offset_data_header(h.cookie, reply_flag::done, h.offset, h.length,
+                                buffer.prefix(offset_data_header_size).first<offset_data_header_size>());
+      co_return co_await stream_.send(Frame{{}, buffer.with_prefix(offset_data_header_size)});
+    }
+    encode_simple_reply_header(SimpleReplyHeader{Errno::none, h.cookie},
+                               buffer.prefix(simple_reply_header_size).first<simple_reply_header_size>());
+    co_return co_await stream_.send(Frame{{}, buffer.with_prefix(simple_reply_header_size)});
+  }
+
+  // Structured: data where the image has data, OFFSET_HOLE chunks for its holes.
+  struct Run {
+    std::uint64_t from;  // relative to the request's offset
+    std::uint64_t length;
+    bool hole;
+  };
+  std::vector<Run> runs;
+  auto extents = co_await image_.extents(h.offset, h.length);
+  std::uint64_t covered = 0;
+  if (extents) {
+    for (const Extent& e : *extents) {
+      if (e.offset != h.offset + covered) break;  // not contiguous: read the rest
+      bool hole = e.reads_as_zero() && e.length >= min_hole;
+      if (!runs.empty() && runs.back().hole == hole)
+        runs.back().length += e.length;
+      else
+        runs.push_back(Run{covered, e.length, hole});
+      covered += e.length;
+    }
+  }
+  if (covered < h.length) {
+    if (!runs.empty() && !runs.back().hole)
+      runs.back().length += h.length - covered;
+    else
+      runs.push_back(Run{covered, h.length - covered, false});
+  }
+  for (const Run& run : runs) {
+    if (run.hole) continue;
+    auto into = buffer.data().subspan(run.from, run.length);
+    if (Status got = co_await image_.read(h.offset + run.from, into); !got)
+      co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
+  }
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Run& run = runs[i];
+    const std::uint16_t flags = i + 1 == runs.size() ? reply_flag::done : 0;
+    const auto length = static_cast<std::uint32_t>(run.length);
+    Status sent;
+    if (run.hole) {
+      auto chunk = encode_offset_hole(h.cookie, flags, h.offset + run.from, length);
+      sent = co_await stream_.send(Frame{{}, chunk});
+    } else {
+      // The chunk header goes just in front of the data: in the block's headroom for
+      // the first run, else in the (unsent) bytes of the hole before it.
+      Buffer part = buffer.share(run.from, run.length, offset_data_header_size);
+      encode_offset_data_header(h.cookie, flags, h.offset + run.from, length,
+                                part.prefix(offset_data_header_size).first<offset_data_header_size>());
+      sent = co_await stream_.send(Frame{{}, part.with_prefix(offset_data_header_size)});
+    }
+    if (!sent) co_return sent;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> Transmission::serve_block_status(Request& request) {
+  const RequestHeader& h = request.header;
+  auto extents = co_await image_.extents(h.offset, h.length);
+  if (!extents) co_return co_await reply_error(h, to_nbd_errno(extents.error().code), extents.error().message);
+  std::vector<BlockStatusDescriptor> descriptors;
+  for (const Extent& e : *extents) {
+    const std::uint32_t flags = allocation_flags(e.kind);
+    const auto length = static_cast<std::uint32_t>(e.length);
+    if (!descriptors.empty() && descriptors.back().flags == flags)
+      descriptors.back().length += length;
+    else
+      descriptors.push_back(BlockStatusDescriptor{length, flags});
+  }
+  if ((h.flags & command_flag::req_one) && descriptors.size() > 1) descriptors.resize(1);
+  auto chunk = encode_block_status(h.cookie, reply_flag::done, allocation_context_id_, descriptors);
+  if (!chunk) co_return co_await reply_error(h, Errno::eio, chunk.error().message);
+  co_return co_await stream_.send(Frame{{}, *chunk});
+}
+
+}  // namespace sluice::nbd

@@ -1,0 +1,98 @@
+// The transmission phase of one NBD connection.
+//
+// One reader coroutine takes requests off the stream (RequestReader): each request's
+// WRITE payload lands in a buffer of its own, then a handler coroutine serves it
+// through the Image while the reader goes on to the next request. Handlers reply as
+// they finish (completion order), each with one send: the Stream gathers replies that
+// are ready together into one socket write (with TLS, into full records), and a READ's
+// reply header sits in its data buffer's headroom so header and data leave as one
+// span. Credits bound what a client can have in flight: requests, and payload bytes.
+//
+// A WRITE is acknowledged only after the image completed it; FUA and FLUSH reach
+// stable storage before their reply. DISC, a closed connection or a protocol violation
+// (bad magic, a request cut short) end the session after the requests in flight are
+// finished and answered.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include <asio/steady_timer.hpp>
+
+#include "engine/asio.hpp"
+#include "engine/buffer_pool.hpp"
+#include "engine/credits.hpp"
+#include "engine/error.hpp"
+#include "engine/net/stream.hpp"
+#include "engine/task_group.hpp"
+#include "protocols/nbd/server/exports.hpp"
+#include "protocols/nbd/server/handshake.hpp"
+#include "protocols/nbd/server/request_checks.hpp"
+#include "protocols/nbd/server/request_reader.hpp"
+
+namespace sluice::nbd {
+
+class Transmission {
+ public:
+  // `interrupt_reading` makes a pending read of the stream end (shutdown of the
+  // socket's read side); stop() uses it.
+  Transmission(executor ex, Stream& stream, const Negotiated& negotiated, const ServerConfig& config,
+               std::function<void()> interrupt_reading);
+  ~Transmission();
+  Transmission(const Transmission&) = delete;
+  Transmission& operator=(const Transmission&) = delete;
+
+  // Serves requests until the session ends; fails on a protocol violation or a broken
+  // connection, after the requests in flight are done.
+  awaitable<Status> run();
+
+  // The server is shutting down: requests read from now on are answered ESHUTDOWN,
+  // and reading stops once nothing is in flight (or the grace period ran out).
+  void stop();
+
+  // A write, zero or trim completed since the session began.
+  bool wrote() const { return wrote_; }
+  std::size_t requests_served() const { return served_; }
+
+ private:
+  struct Request;
+  class Lease;
+
+  awaitable<Status> read_requests(TaskGroup& handlers);
+  awaitable<Status> handle(std::unique_ptr<Request> request);
+  awaitable<Status> serve_read(Request& request);
+  awaitable<Status> serve_block_status(Request& request);
+  awaitable<Status> reply_ok(std::uint64_t cookie);
+  awaitable<Status> reply_error(const RequestHeader& header, Errno error, const std::string& message);
+  awaitable<Result<Buffer>> buffer_for(std::size_t length, Lease& bytes);
+  void request_done();
+  void interrupt();
+
+  executor ex_;
+  Stream& stream_;
+  Image& image_;
+  const ServerConfig& config_;
+  TransmissionTerms terms_;
+  std::uint32_t allocation_context_id_;
+  std::function<void()> interrupt_reading_;
+  RequestReader reader_;
+  Credits requests_;
+  Credits byte_units_;
+  // Buffers by size class (4 KiB << index), made on first use and reused after.
+  static constexpr std::size_t size_classes = 14;  // up to 32 MiB
+  std::array<std::unique_ptr<BufferPool>, size_classes> pools_;
+  asio::steady_timer grace_;
+  // False once this object is gone: a timer handler already queued when the timer was
+  // cancelled still runs, and must not touch it then.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  std::size_t in_flight_ = 0;
+  std::size_t served_ = 0;
+  bool stopping_ = false;
+  bool interrupted_ = false;
+  bool wrote_ = false;
+};
+
+}  // namespace sluice::nbd

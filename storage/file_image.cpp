@@ -1,0 +1,221 @@
+#include "storage/file_image.hpp"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "engine/buffer.hpp"
+#include "storage/file_extents.hpp"
+#include "storage/image_file.hpp"
+
+namespace sluice {
+
+namespace {
+
+constexpr std::uint32_t direct_alignment = 4096;
+constexpr std::size_t zero_chunk = 1u << 20;
+constexpr std::uint32_t max_request = 32u << 20;
+
+bool unsupported(std::error_code ec) {
+  return ec == std::errc::operation_not_supported || ec == std::errc::function_not_supported ||
+         ec == std::errc::invalid_argument;
+}
+
+// Hands a credit back when the operation that took it ends, however it ends.
+struct SlotRelease {
+  Credits& slots;
+  ~SlotRelease() { slots.release(); }
+};
+
+// Whether punching holes works here, without touching a byte of the image: a punch
+// beyond the end of file changes nothing on filesystems that support it and fails on
+// those that do not.
+bool punch_works(int fd, std::uint64_t size) {
+  auto beyond = static_cast<off_t>((size + direct_alignment - 1) / direct_alignment * direct_alignment);
+  return ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, beyond, direct_alignment) == 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::string& path,
+                                                   const FileImageOptions& options) {
+  const int mode = options.read_only ? O_RDONLY : O_RDWR;
+  UniqueFd fd(::open(path.c_str(), mode | O_CLOEXEC));
+  if (!fd) {
+    auto code = errno_code(errno);
+    std::string hint = (!options.read_only && (errno == EACCES || errno == EROFS))
+                           ? " (export it read-only with --read-only)"
+                           : "";
+    return fail(code, path + ": " + code.message() + hint);
+  }
+  auto info = inspect_image_file(fd.get(), path);
+  if (!info) return tl::unexpected(info.error());
+  UniqueFd direct;
+  if (options.direct) {
+    direct = UniqueFd(::open(path.c_str(), mode | O_CLOEXEC | O_DIRECT));
+    if (!direct)
+      return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
+  }
+  auto ring = FileOpsRing::create(ex);
+  if (!ring) return tl::unexpected(ring.error());
+  return std::unique_ptr<FileImage>(new FileImage(ex, path, std::move(fd), std::move(direct), info->size,
+                                                  info->block_device, std::move(*ring), options));
+}
+
+FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
+                     bool block_device, std::unique_ptr<FileOpsRing> ring, const FileImageOptions& options)
+    : path_(std::move(path)),
+      fd_(std::move(fd)),
+      direct_fd_(std::move(direct_fd)),
+      size_(size),
+      block_device_(block_device),
+      ring_(std::move(ring)),
+      buffered_(ex, fd_.get()),
+      direct_(ex, direct_fd_ ? direct_fd_.get() : fd_.get()),
+      slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)) {
+  traits_.read_only = options.read_only;
+  traits_.can_extents = !block_device_;
+  traits_.can_trim = !options.read_only && !block_device_ && punch_works(fd_.get(), size_);
+  // Every descriptor of the image shares the kernel's page cache for it (and a block
+  // device's own cache): a write is visible to all once it completed, and fdatasync on
+  // any descriptor makes every completed write durable, whichever descriptor (or NBD
+  // connection) made it. O_DIRECT writes bypass the page cache but are complete on the
+  // device when they complete, and fdatasync flushes the device's cache for them too.
+  traits_.flush_covers_all = true;
+  traits_.block_sizes = direct_fd_ ? BlockSizes{direct_alignment, direct_alignment, max_request}
+                                   : BlockSizes{1, 4096, max_request};
+}
+
+FileHandles& FileImage::handles_for(std::uint64_t offset, std::size_t size, const void* memory) {
+  bool aligned = offset % direct_alignment == 0 && size % direct_alignment == 0 &&
+                 reinterpret_cast<std::uintptr_t>(memory) % direct_alignment == 0;
+  return direct_fd_ && aligned ? direct_ : buffered_;
+}
+
+awaitable<Status> FileImage::read(std::uint64_t offset, std::span<std::byte> into) {
+  if (Status got = co_await slots_.acquire(); !got) co_return got;
+  SlotRelease release{slots_};
+  auto file = handles_for(offset, into.size(), into.data()).lend();
+  if (!file) co_return tl::unexpected(file.error());
+  co_return co_await read_exactly(**file, offset, into);
+}
+
+awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::byte> data, bool durable) {
+  if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
+  {
+    if (Status got = co_await slots_.acquire(); !got) co_return got;
+    SlotRelease release{slots_};
+    auto file = handles_for(offset, data.size(), data.data()).lend();
+    if (!file) co_return tl::unexpected(file.error());
+    if (Status written = co_await write_all(**file, offset, data); !written) co_return written;
+  }
+  if (durable) co_return co_await flush();
+  co_return Status{};
+}
+
+awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
+                                       bool* supported, bool* done) {
+  std::error_code ec = co_await ring_->fallocate(fd_.get(), mode, offset, length);
+  if (!ec) {
+    *done = true;
+  } else if (unsupported(ec)) {
+    *supported = false;
+  } else {
+    co_return fail_at(what, offset, ec);
+  }
+  co_return Status{};
+}
+
+awaitable<Status> FileImage::zero(std::uint64_t offset, std::uint64_t length, ZeroRequest request) {
+  if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
+  if (length == 0) co_return Status{};
+  known_data_end_ = known_data_begin_;
+  bool done = false;
+  Status status;
+  // Cheapest first, all of them metadata only: a hole (when allowed), then zeroing in
+  // place (the range stays allocated), then a hole filled with fresh allocation.
+  if (request.may_trim && punch_supported_)
+    status = co_await fallocate("punching a hole", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
+                                &punch_supported_, &done);
+  // On a block device ZERO_RANGE may make the kernel write zeros itself: not fast.
+  if (status && !done && zero_range_supported_ && !(block_device_ && request.fast_only))
+    status = co_await fallocate("zeroing", FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, offset, length,
+                                &zero_range_supported_, &done);
+  if (status && !done && !block_device_ && punch_supported_ && allocate_supported_) {
+    bool punched = false;
+    status = co_await fallocate("punching a hole", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
+                                &punch_supported_, &punched);
+    if (status && punched)
+      status = co_await fallocate("allocating", FALLOC_FL_KEEP_SIZE, offset, length, &allocate_supported_, &done);
+  }
+  if (!status) co_return status;
+  if (!done) {
+    // Zeros would have to be written: as slow as a write, which FAST_ZERO refuses.
+    if (request.fast_only)
+      co_return fail(std::errc::operation_not_supported,
+                     "zeroing " + path_ + " is no faster than writing zeros");
+    if (Status written = co_await write_zeros(offset, length); !written) co_return written;
+  }
+  if (request.durable) co_return co_await flush();
+  co_return Status{};
+}
+
+awaitable<Status> FileImage::write_zeros(std::uint64_t offset, std::uint64_t length) {
+  Buffer zeros = Buffer::allocate(static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_chunk)));
+  std::fill(zeros.data().begin(), zeros.data().end(), std::byte{0});
+  while (length > 0) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, zeros.size()));
+    if (Status s = co_await write(offset, zeros.data().first(n), false); !s) co_return s;
+    offset += n;
+    length -= n;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> FileImage::trim(std::uint64_t offset, std::uint64_t length, bool durable) {
+  if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
+  if (!traits_.can_trim || !punch_supported_ || length == 0) co_return Status{};  // advisory
+  known_data_end_ = known_data_begin_;
+  bool done = false;
+  Status status = co_await fallocate("trimming", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
+                                     &punch_supported_, &done);
+  if (status && durable && done) co_return co_await flush();
+  co_return status;
+}
+
+awaitable<Status> FileImage::flush() {
+  if (traits_.read_only) co_return Status{};
+  std::error_code ec = co_await ring_->fdatasync(fd_.get());
+  if (ec) co_return fail(ec, path_ + ": flush failed: " + ec.message());
+  co_return Status{};
+}
+
+awaitable<Status> FileImage::cache(std::uint64_t offset, std::uint64_t length) {
+  // Readahead is a hint: a failure to start it changes nothing for later reads.
+  (void)co_await ring_->fadvise(fd_.get(), offset, length, POSIX_FADV_WILLNEED);
+  co_return Status{};
+}
+
+awaitable<Result<std::vector<Extent>>> FileImage::extents(std::uint64_t offset, std::uint64_t length) {
+  const std::uint64_t end = std::min(size_, offset + std::min(length, size_ - std::min(offset, size_)));
+  if (offset >= end) co_return std::vector<Extent>{};
+  auto all_data = std::vector<Extent>{Extent{offset, end - offset, ExtentKind::data}};
+  if (!traits_.can_extents) co_return all_data;
+  if (offset >= known_data_begin_ && end <= known_data_end_) co_return all_data;
+  // Most reads land in data: learn how far that data goes, once.
+  off_t data = ::lseek(fd_.get(), static_cast<off_t>(offset), SEEK_DATA);
+  if (data >= 0 && static_cast<std::uint64_t>(data) == offset) {
+    off_t hole = ::lseek(fd_.get(), data, SEEK_HOLE);
+    if (hole > data) {
+      known_data_begin_ = offset;
+      known_data_end_ = static_cast<std::uint64_t>(hole);
+      if (end <= known_data_end_) co_return all_data;
+    }
+  }
+  co_return file_extents(fd_.get(), size_, offset, end - offset);
+}
+
+}  // namespace sluice

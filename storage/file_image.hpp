@@ -1,0 +1,78 @@
+// FileImage: a raw image in a regular file or on a block device, served for random
+// access (the NBD server's exports). Data moves through the event loop (Asio's
+// io_uring file objects, one per operation in flight); flush, zero, trim and cache go
+// through a private io_uring (FileOpsRing), so nothing blocks the loop.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "engine/asio.hpp"
+#include "engine/credits.hpp"
+#include "engine/file_ops_ring.hpp"
+#include "engine/image.hpp"
+#include "engine/unique_fd.hpp"
+#include "storage/file_handles.hpp"
+
+namespace sluice {
+
+struct FileImageOptions {
+  bool read_only = false;
+  // O_DIRECT for the data path; requests must then be aligned to 4096 bytes, which the
+  // image advertises as its minimum block size.
+  bool direct = false;
+  // Data operations in flight at once (each holds one file object, one descriptor).
+  std::size_t max_in_flight = 64;
+};
+
+class FileImage final : public Image {
+ public:
+  static Result<std::unique_ptr<FileImage>> open(executor ex, const std::string& path,
+                                                 const FileImageOptions& options);
+
+  std::uint64_t size() const override { return size_; }
+  ImageTraits traits() const override { return traits_; }
+  std::string describe() const override { return path_; }
+
+  awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
+  awaitable<Status> write(std::uint64_t offset, std::span<const std::byte> data, bool durable) override;
+  awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroRequest request) override;
+  awaitable<Status> trim(std::uint64_t offset, std::uint64_t length, bool durable) override;
+  awaitable<Status> flush() override;
+  awaitable<Status> cache(std::uint64_t offset, std::uint64_t length) override;
+  awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) override;
+
+  bool is_block_device() const { return block_device_; }
+
+ private:
+  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
+            bool block_device, std::unique_ptr<FileOpsRing> ring, const FileImageOptions& options);
+  FileHandles& handles_for(std::uint64_t offset, std::size_t size, const void* memory);
+  awaitable<Status> fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
+                              bool* supported, bool* done);
+  awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
+
+  std::string path_;
+  UniqueFd fd_;
+  UniqueFd direct_fd_;
+  std::uint64_t size_;
+  bool block_device_;
+  std::unique_ptr<FileOpsRing> ring_;
+  ImageTraits traits_;
+  FileHandles buffered_;
+  FileHandles direct_;
+  Credits slots_;
+  // What fallocate turned out to support, learnt on first use.
+  bool punch_supported_ = true;
+  bool zero_range_supported_ = true;
+  bool allocate_supported_ = true;
+  // A stretch known to be all data, from the last SEEK_DATA/SEEK_HOLE pair. Finding
+  // the end of a data run costs time proportional to its length on some filesystems
+  // (tmpfs walks its pages), so without this every read of a large allocated file
+  // would pay for a walk to the next hole. Writes only turn holes into data; zero and
+  // trim may punch holes, so they forget it.
+  std::uint64_t known_data_begin_ = 0;
+  std::uint64_t known_data_end_ = 0;
+};
+
+}  // namespace sluice

@@ -1,0 +1,149 @@
+#!/bin/bash
+# Side by side: nbdcopy from a random file on tmpfs into (a) sluice serve --protocol
+# nbd, (b) nbdkit file and (c) qemu-nbd, each exporting a file on tmpfs, then nbdcopy
+# from each server to null:. Reports MiB/s and the SERVER's CPU seconds per GiB (from
+# /proc/PID/stat, utime + stime of all its threads) and writes the table into
+# docs/benchmarks.md between the bench-nbd-server markers.
+#
+#   tests/bench/bench-nbd-server.sh [--quick] [--runs N] [--size BYTES] [--sluice PATH]
+#
+# Not a test: it takes minutes at full size (4 GiB, 3 runs) and wants a quiet machine.
+# --quick (1 GiB, 1 run) only checks that everything works and gives rough numbers.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SLUICE=${SLUICE:-$ROOT/build/apps/sluice/sluice}
+SIZE=$((4 << 30))
+RUNS=3
+QUICK=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) QUICK=1; SIZE=$((1 << 30)); RUNS=1 ;;
+    --runs) RUNS=$2; shift ;;
+    --size) SIZE=$2; shift ;;
+    --sluice) SLUICE=$2; shift ;;
+    *) echo "usage: $0 [--quick] [--runs N] [--size BYTES] [--sluice PATH]" >&2; exit 2 ;;
+  esac
+  shift
+done
+for tool in nbdcopy nbdkit qemu-nbd; do
+  command -v "$tool" >/dev/null || { echo "bench-nbd-server: $tool is not installed" >&2; exit 1; }
+done
+[ -x "$SLUICE" ] || { echo "bench-nbd-server: no sluice binary at $SLUICE (build first)" >&2; exit 1; }
+
+DIR=$(mktemp -d /dev/shm/sluice-bench.XXXXXX)
+SERVER_PID=
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$DIR"
+}
+trap cleanup EXIT
+TICKS=$(getconf CLK_TCK)
+GIB=$(python3 -c "print($SIZE / (1 << 30))")
+
+echo "creating a $SIZE-byte random source on tmpfs..." >&2
+head -c "$SIZE" /dev/urandom >"$DIR/src.img"
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# start NAME: starts the server exporting $DIR/dst.img on $DIR/NAME.sock; sets
+# SERVER_PID and URI.
+start() {
+  local name=$1 sock="$DIR/$1.sock"
+  rm -f "$DIR/dst.img" "$sock"
+  truncate -s "$SIZE" "$DIR/dst.img"
+  case $name in
+    sluice)
+      "$SLUICE" serve --protocol nbd --listen "unix://$sock" --export "bench=$DIR/dst.img" &
+      SERVER_PID=$!
+      URI="nbd+unix:///bench?socket=$sock" ;;
+    nbdkit)
+      nbdkit --foreground --unix "$sock" file "$DIR/dst.img" &
+      SERVER_PID=$!
+      URI="nbd+unix:///?socket=$sock" ;;
+    qemu-nbd)
+      # --shared lets nbdcopy use multi-conn like with the others (qemu-nbd then
+      # advertises CAN_MULTI_CONN); the cache and aio modes are qemu-nbd's defaults.
+      qemu-nbd --format=raw --socket="$sock" --shared=8 --persistent "$DIR/dst.img" &
+      SERVER_PID=$!
+      URI="nbd+unix:///?socket=$sock" ;;
+  esac
+  local i
+  for i in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.05; done
+  echo "bench-nbd-server: $name did not start" >&2
+  exit 1
+}
+
+stop() {
+  kill "$SERVER_PID"
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=
+}
+
+# measure CMD...: runs CMD; prints "seconds cpu_seconds" (wall clock, server CPU).
+measure() {
+  local c0 c1 t0 t1
+  c0=$(cpu_ticks "$SERVER_PID")
+  t0=$(date +%s.%N)
+  "$@" >/dev/null
+  t1=$(date +%s.%N)
+  c1=$(cpu_ticks "$SERVER_PID")
+  python3 -c "print($t1 - $t0, ($c1 - $c0) / $TICKS)"
+}
+
+# Median of the runs' wall clocks, with the CPU of that same run.
+median() { sort -n | awk '{a[NR] = $0} END {print a[int((NR + 1) / 2)]}'; }
+
+declare -A WRITE READ
+for name in sluice nbdkit qemu-nbd; do
+  w=() r=()
+  for run in $(seq "$RUNS"); do
+    start "$name"
+    w+=("$(measure nbdcopy "$DIR/src.img" "$URI")")
+    cmp -s "$DIR/src.img" "$DIR/dst.img" || { echo "bench-nbd-server: $name: data differs after the copy" >&2; exit 1; }
+    r+=("$(measure nbdcopy "$URI" null:)")
+    stop
+    echo "$name run $run: write ${w[-1]}, read ${r[-1]} (seconds, server CPU seconds)" >&2
+  done
+  WRITE[$name]=$(printf '%s\n' "${w[@]}" | median)
+  READ[$name]=$(printf '%s\n' "${r[@]}" | median)
+done
+
+row() {  # name "seconds cpu" direction
+  python3 -c "
+s, c = map(float, '$2'.split())
+print('| %s | %s | %.0f | %.2f |' % ('$1', '$3', $SIZE / (1 << 20) / s, c / $GIB))"
+}
+TABLE=$(
+  echo "| server | direction | MiB/s | server CPU s/GiB |"
+  echo "|---|---|---|---|"
+  for name in sluice nbdkit qemu-nbd; do row "$name" "${WRITE[$name]}" "nbdcopy file -> server"; done
+  for name in sluice nbdkit qemu-nbd; do row "$name" "${READ[$name]}" "nbdcopy server -> null:"; done
+)
+MACHINE="$(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, kernel $(uname -r); $(nbdcopy --version | head -1), $(nbdkit --version), $(qemu-nbd --version | head -1)"
+COMMAND="tests/bench/bench-nbd-server.sh$([ $QUICK = 1 ] && echo ' --quick') --runs $RUNS --size $SIZE"
+REPORT=$(cat <<MD
+Command: \`$COMMAND\` ($(date -u +%Y-%m-%d), median of $RUNS run(s); source and exported files on tmpfs, Unix sockets, nbdcopy defaults: multi-conn, 64 requests of 256 KiB per connection).
+
+Machine: $MACHINE.
+
+$TABLE
+MD
+)
+echo "$REPORT"
+
+DOC="$ROOT/docs/benchmarks.md"
+[ -f "$DOC" ] || printf '# Benchmarks\n' >"$DOC"
+if ! grep -q '<!-- bench-nbd-server:begin -->' "$DOC"; then
+  printf '\n## NBD server\n\n<!-- bench-nbd-server:begin -->\n<!-- bench-nbd-server:end -->\n' >>"$DOC"
+fi
+python3 - "$DOC" "$REPORT" <<'PY'
+import sys
+path, report = sys.argv[1], sys.argv[2]
+text = open(path).read()
+begin, end = '<!-- bench-nbd-server:begin -->', '<!-- bench-nbd-server:end -->'
+head, rest = text.split(begin, 1)
+_, tail = rest.split(end, 1)
+open(path, 'w').write(head + begin + '\n' + report + '\n' + end + tail)
+PY
+echo "written to $DOC" >&2

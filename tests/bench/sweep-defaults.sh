@@ -1,0 +1,158 @@
+#!/bin/bash
+# Measures what Sluice's defaults should be: request depth x request size, and the
+# zero-detection granularity (--sparse), for local copies (file -> file with flush,
+# file -> null:) and, when nbdkit is installed, file -> NBD over loopback TCP.
+# Not a test: it prints medians and writes docs/benchmarks.md's sweep section.
+#
+#   tests/bench/sweep-defaults.sh [--runs N] [--size SIZE] [--dir DIR] [--quick]
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/../.." && pwd)
+sluice=${SLUICE:-$root/build/apps/sluice/sluice}
+runs=3
+size=2G
+dir=/var/tmp/sluice-sweep
+quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --runs) runs=$2; shift 2 ;;
+    --size) size=$2; shift 2 ;;
+    --dir) dir=$2; shift 2 ;;
+    --quick) quick=1; runs=1; size=256M; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+[ -x "$sluice" ] || { echo "build sluice first ($sluice)" >&2; exit 1; }
+mkdir -p "$dir"
+src=$dir/random.img
+zeroish=$dir/zeroish.img
+cleanup() {
+  rm -f "$dir"/out.img
+  [ -n "${nbdkit_pid:-}" ] && kill "$nbdkit_pid" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+bytes=$(numfmt --from=iec "$size")
+if [ ! -f "$src" ] || [ "$(stat -c %s "$src")" != "$bytes" ]; then
+  head -c "$bytes" /dev/urandom > "$src"
+fi
+# Half random, half allocated zeros in 1 MiB stripes: what zero detection is for.
+if [ ! -f "$zeroish" ] || [ "$(stat -c %s "$zeroish")" != "$bytes" ]; then
+  /usr/bin/python3 - "$src" "$zeroish" "$bytes" <<'PY'
+import sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+mib = 1 << 20
+with open(src, 'rb') as s, open(dst, 'wb') as d:
+    for i in range(n // mib):
+        chunk = s.read(mib)
+        d.write(chunk if i % 2 == 0 else bytes(mib))
+PY
+fi
+cat "$src" "$zeroish" > /dev/null   # warm the cache
+
+# median of the seconds printed by --stats over $runs runs
+median_seconds() {
+  local times=()
+  for _ in $(seq "$runs"); do
+    rm -f "$dir/out.img"
+    local t
+    # Explicit returns: errexit does not apply when the caller tests this function.
+    t=$("$sluice" copy --stats "$@" | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["seconds"])') || return 1
+    [ -n "$t" ] || return 1
+    times+=("$t")
+  done
+  printf '%s\n' "${times[@]}" | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+}
+
+mib_per_s() { /usr/bin/python3 -c "print(f'{$bytes/1048576/$1:,.0f}')"; }
+
+depths=(1 2 4 8 16 32)
+sizes=(256k 1M 2M 4M 8M)
+if [ "$quick" = 1 ]; then depths=(1 8 32); sizes=(256k 2M); fi
+
+table=""
+row() { table+="$*"$'\n'; echo "$*"; }
+
+row "| route | request size | $(printf 'depth %s | ' "${depths[@]}")"
+row "|---|---|$(printf -- '--:|%.0s' "${depths[@]}")"
+for route in file null; do
+  for rs in "${sizes[@]}"; do
+    line="| $route | $rs |"
+    for d in "${depths[@]}"; do
+      if [ "$route" = file ]; then
+        t=$(median_seconds --depth "$d" --request-size "$rs" "$src" "$dir/out.img")
+      else
+        t=$(median_seconds --depth "$d" --request-size "$rs" "$src" null:)
+      fi
+      line+=" $(mib_per_s "$t") |"
+    done
+    row "$line"
+  done
+done
+
+nbd_table=""
+if command -v nbdkit >/dev/null; then
+  sock=$dir/nbdkit.sock
+  rm -f "$sock"
+  nbdkit --exit-with-parent -U "$sock" -f null size="$bytes" & nbdkit_pid=$!
+  for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+  nbd_table+="| route | request size | $(printf 'depth %s | ' "${depths[@]}")"$'\n'
+  nbd_table+="|---|---|$(printf -- '--:|%.0s' "${depths[@]}")"$'\n'
+  for rs in "${sizes[@]}"; do
+    line="| nbd (unix, nbdkit null) | $rs |"
+    for d in "${depths[@]}"; do
+      if t=$(median_seconds --depth "$d" --request-size "$rs" "$src" "nbd+unix:///?socket=$sock" 2>/dev/null); then
+        line+=" $(mib_per_s "$t") |"
+      else
+        line+=" n/a |"
+      fi
+    done
+    nbd_table+="$line"$'\n'
+  done
+  echo "$nbd_table"
+  kill "$nbdkit_pid" 2>/dev/null || true
+  wait "$nbdkit_pid" 2>/dev/null || true
+  nbdkit_pid=
+fi
+
+sparse_table="| --sparse | random data, to file MiB/s | half zeros, to file MiB/s | half zeros, allocated size of the copy |"$'\n'
+sparse_table+="|---|--:|--:|--:|"$'\n'
+for sp in 0 4k 64k 1M; do
+  t1=$(median_seconds --sparse="$sp" "$src" "$dir/out.img")
+  t2=$(median_seconds --sparse="$sp" "$zeroish" "$dir/out.img")
+  alloc=$(du -B1M "$dir/out.img" | cut -f1)
+  sparse_table+="| $sp | $(mib_per_s "$t1") | $(mib_per_s "$t2") | ${alloc} MiB |"$'\n'
+done
+echo "$sparse_table"
+
+section=$(cat <<MD
+<!-- sweep-defaults:begin -->
+## Choosing the defaults: depth, request size, zero detection
+
+- Command: \`tests/bench/sweep-defaults.sh --runs $runs --size $size\`
+- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), Linux $(uname -r), $(df -T "$dir" | awk 'NR==2{print $2}') under $dir
+- Figures: MiB/s of a $size image of random data (median of $runs runs, seconds from \`--stats\`, page cache warm); file -> file includes the final flush.
+
+$table
+${nbd_table:+NBD destination (nbdkit null over a Unix socket):
+
+$nbd_table}
+Zero detection granularity (default depth and request size):
+
+$sparse_table
+<!-- sweep-defaults:end -->
+MD
+)
+doc=$root/docs/benchmarks.md
+/usr/bin/python3 - "$doc" "$section" <<'PY'
+import re, sys
+path, section = sys.argv[1], sys.argv[2]
+try:
+    text = open(path).read()
+except FileNotFoundError:
+    text = "# Benchmarks\n"
+pattern = re.compile(r"<!-- sweep-defaults:begin -->.*?<!-- sweep-defaults:end -->", re.S)
+text = pattern.sub(lambda m: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+open(path, "w").write(text)
+PY
+echo "wrote $doc"

@@ -1,0 +1,192 @@
+#!/bin/bash
+# Bad input gets the spec's answer and harms nobody else: ranges beyond the end,
+# requests over 32 MiB, misaligned requests, unknown flags and commands, writes to a
+# read-only export, a bad magic, a request cut short, a client stalled in the
+# handshake, connections beyond --max-connections, and a full disk.
+source "$(dirname "$0")/nbd_server_lib.sh"
+requires nbdsh python3
+
+truncate -s 64M "$WORK/disk.img"
+SOCK="$WORK/nbd.sock"
+start_server "unix://$SOCK" --export disk="$WORK/disk.img" --handshake-timeout 2 --max-connections 3
+U="nbd+unix:///disk?socket=$SOCK"
+
+# libnbd checks most of this itself; strict mode off makes it send what it is told.
+cat >"$WORK/expect.py" <<'PY'
+import errno, nbd
+
+def expect(what, fn, code):
+    try:
+        fn()
+    except nbd.Error as e:
+        assert e.errno == errno.errorcode[code], "%s: got %s, expected %s" % (what, e.errno, errno.errorcode[code])
+        print("ok: %s -> %s" % (what, e.errno))
+        return
+    raise AssertionError("%s: no error, expected %s" % (what, errno.errorcode[code]))
+PY
+export PYTHONPATH="$WORK:$PYTHONPATH"
+
+nbdsh -u "$U" -c '
+import errno
+from expect import expect
+h.set_strict_mode(0)
+size = h.get_size()
+M = 1 << 20
+expect("READ beyond the end", lambda: h.pread(4096, size - 2048), errno.EINVAL)
+expect("WRITE beyond the end", lambda: h.pwrite(b"x" * 4096, size - 2048), errno.ENOSPC)
+expect("WRITE_ZEROES beyond the end", lambda: h.zero(4096, size), errno.ENOSPC)
+expect("TRIM beyond the end", lambda: h.trim(4096, size), errno.EINVAL)
+expect("CACHE beyond the end", lambda: h.cache(4096, size), errno.EINVAL)
+expect("READ with an offset past 2^63", lambda: h.pread(512, (1 << 64) - 512), errno.EINVAL)
+expect("READ over 32 MiB", lambda: h.pread(32 * M + 4096, 0), errno.EINVAL)
+expect("WRITE over 32 MiB", lambda: h.pwrite(b"y" * (32 * M + 4096), 0), errno.EINVAL)
+# The refused payload was read past: the connection is still in step.
+assert h.pread(4096, 0) == bytes(4096), "connection out of step after the refused WRITE"
+assert h.pread(4096, 32 * M) == bytes(4096), "the refused WRITE was written"
+expect("unknown command flag", lambda: h.pread(512, 0, flags=1 << 7), errno.EINVAL)
+expect("NO_HOLE on READ", lambda: h.pread(512, 0, flags=nbd.CMD_FLAG_NO_HOLE), errno.EINVAL)
+expect("REQ_ONE on WRITE", lambda: h.pwrite(b"z" * 512, 0, flags=nbd.CMD_FLAG_REQ_ONE), errno.EINVAL)
+expect("FAST_ZERO on TRIM", lambda: h.trim(512, 0, flags=nbd.CMD_FLAG_FAST_ZERO), errno.EINVAL)
+h.pwrite(b"w" * 4096, 8192)
+assert h.pread(4096, 8192) == b"w" * 4096
+print("ok: the connection still works after every refusal")
+' || die "range, size and flag checks"
+
+# Unknown commands, FLUSH with a range, and the transmission after them: raw client.
+python3 - "$SOCK" <<'PY' || die "unknown command"
+import sys, rawnbd
+s = rawnbd.connect(sys.argv[1])
+rawnbd.go(s, "disk")   # no structured replies: simple replies carry the errors
+rawnbd.request(s, 42, 0, 512, cookie=7)
+assert rawnbd.simple_reply(s) == (22, 7), "unknown command: not EINVAL"
+rawnbd.request(s, 3, 4096, 0, cookie=8)  # FLUSH must have offset 0
+assert rawnbd.simple_reply(s) == (22, 8), "FLUSH with an offset: not EINVAL"
+rawnbd.request(s, 3, 0, 0, cookie=9)
+assert rawnbd.simple_reply(s) == (0, 9), "FLUSH failed"
+rawnbd.request(s, 2, 0, 0)  # DISC
+assert rawnbd.closed(s), "DISC did not close the connection"
+print("ok: unknown command -> EINVAL, FLUSH with a range -> EINVAL, DISC closes")
+PY
+
+# Unaligned requests where the minimum block size forbids them (O_DIRECT exports).
+if python3 -c "import os,sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT))" "$WORK/disk.img" 2>/dev/null; then
+  DSOCK="$WORK/direct.sock"
+  "$SLUICE" serve --protocol nbd --listen "unix://$DSOCK" --export disk="$WORK/disk.img" --direct >>"$WORK/server.log" 2>&1 &
+  DPID=$!
+  PIDS+=("$DPID")
+  for i in $(seq 50); do [ -S "$DSOCK" ] && break; sleep 0.1; done
+  nbdsh -u "nbd+unix:///disk?socket=$DSOCK" -c '
+import errno
+from expect import expect
+h.set_strict_mode(0)
+assert h.get_block_size(nbd.SIZE_MINIMUM) == 4096
+expect("READ at an unaligned offset", lambda: h.pread(4096, 1000), errno.EINVAL)
+expect("WRITE of an unaligned length", lambda: h.pwrite(b"u" * 1000, 0), errno.EINVAL)
+expect("TRIM unaligned", lambda: h.trim(1000, 4096), errno.EINVAL)
+h.pwrite(b"a" * 8192, 4096)
+assert h.pread(8192, 4096) == b"a" * 8192
+print("ok: aligned requests still work")
+' || die "alignment checks"
+  kill "$DPID"
+fi
+
+# A bad magic or a request cut short closes that connection only.
+python3 - "$SOCK" "$U" <<'PY' || die "bad magic / truncated request"
+import sys, nbd, rawnbd
+other = nbd.NBD()
+other.connect_uri(sys.argv[2])
+other.pwrite(b"k" * 4096, 0)
+bad = rawnbd.connect(sys.argv[1])
+rawnbd.go(bad, "disk")
+rawnbd.request(bad, 0, 0, 512, magic=0x12345678)
+assert rawnbd.closed(bad), "a bad magic did not close the connection"
+cut = rawnbd.connect(sys.argv[1])
+rawnbd.go(cut, "disk")
+cut.sendall(b"\x25\x60\x95\x13\x00\x00\x00\x01")   # 8 of 28 header bytes
+cut.close()
+cut = rawnbd.connect(sys.argv[1])
+rawnbd.go(cut, "disk")
+rawnbd.request(cut, 1, 0, 65536)   # a WRITE whose payload never comes
+cut.sendall(b"p" * 1000)
+cut.close()
+assert other.pread(4096, 0) == b"k" * 4096, "the other connection lost its data"
+other.pwrite(b"l" * 4096, 0)
+assert other.pread(4096, 0) == b"l" * 4096
+other.shutdown()
+print("ok: bad magic and truncated requests close only their own connection")
+PY
+
+# A client stalled in the handshake is dropped after --handshake-timeout (2 s).
+python3 - "$SOCK" <<'PY' || die "handshake timeout"
+import sys, time, rawnbd
+s = rawnbd.connect(sys.argv[1])
+s.settimeout(8)
+start = time.monotonic()
+rawnbd.recv_exactly(s, 18)    # the greeting, then silence
+assert rawnbd.closed(s), "not dropped within 8 s"
+took = time.monotonic() - start
+assert 1.5 < took < 6, "dropped after %.1f s, expected about 2" % took
+print("ok: a silent client was dropped after %.1f s" % took)
+PY
+
+# --max-connections 3: a fourth connection is refused, and the slots come back.
+python3 - "$SOCK" <<'PY' || die "max connections"
+import sys, time, socket, rawnbd
+held = []
+for i in range(3):
+    s = rawnbd.connect(sys.argv[1])
+    rawnbd.go(s, "disk")
+    held.append(s)
+extra = rawnbd.connect(sys.argv[1])
+extra.settimeout(5)
+try:
+    got = extra.recv(18)
+except ConnectionResetError:
+    got = b""
+assert got == b"", "a connection beyond --max-connections got a greeting"
+held.pop().close()
+time.sleep(0.3)
+again = rawnbd.connect(sys.argv[1])
+rawnbd.go(again, "disk")
+rawnbd.request(again, 0, 0, 512, cookie=5)
+assert rawnbd.simple_reply(again) == (0, 5)
+print("ok: the fourth connection was refused; a freed slot is usable again")
+PY
+grep -q 'refused a connection' "$WORK/server.log" || die "the refusal was not reported"
+grep -q 'dropped: no export chosen within 2 s' "$WORK/server.log" || die "the handshake timeout was not reported"
+kill -0 "$SERVER_PID" || die "the server died"
+stop_server
+pass "the server survived all of it and stopped cleanly"
+
+# Read-only exports refuse every write with EPERM.
+start_server "unix://$SOCK" --export disk="$WORK/disk.img" --read-only
+nbdsh -u "$U" -c '
+import errno
+from expect import expect
+h.set_strict_mode(0)
+expect("WRITE to a read-only export", lambda: h.pwrite(b"x" * 512, 0), errno.EPERM)
+expect("WRITE_ZEROES to a read-only export", lambda: h.zero(512, 0), errno.EPERM)
+expect("TRIM on a read-only export", lambda: h.trim(512, 0), errno.EPERM)
+h.pread(512, 0)
+' || die "read-only refusals"
+stop_server
+
+# A full disk answers ENOSPC (a 1 MiB tmpfs under a 16 MiB sparse file).
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$WORK/full" && mount -t tmpfs -o size=1M tmpfs "$WORK/full" 2>/dev/null; then
+  MOUNTS+=("$WORK/full")
+  truncate -s 16M "$WORK/full/disk.img"
+  start_server "unix://$SOCK" --export disk="$WORK/full/disk.img"
+  nbdsh -u "$U" -c '
+import errno
+from expect import expect
+expect("WRITE to a full disk", lambda: h.pwrite(b"f" * (4 << 20), 0), errno.ENOSPC)
+h.trim(4 << 20, 0)               # the partial write filled the disk: free it
+h.pwrite(b"s" * 4096, 8 << 20)   # then what fits works again
+assert h.pread(4096, 8 << 20) == b"s" * 4096
+h.flush()
+' || die "full disk"
+  stop_server
+else
+  echo "note: not root or no tmpfs mount: full-disk case skipped"
+fi
+echo "all passed"
