@@ -59,22 +59,18 @@ Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::strin
     if (!direct)
       return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
-  auto ring = FileOpsRing::create(ex);
-  if (!ring) return tl::unexpected(ring.error());
   return std::unique_ptr<FileImage>(new FileImage(ex, path, std::move(fd), std::move(direct), info->size,
-                                                  info->block_device, std::move(*ring), options));
+                                                  info->block_device, options));
 }
 
 FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
-                     bool block_device, std::unique_ptr<FileOpsRing> ring, const FileImageOptions& options)
+                     bool block_device, const FileImageOptions& options)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
       size_(size),
       block_device_(block_device),
-      ring_(std::move(ring)),
-      buffered_(ex, fd_.get()),
-      direct_(ex, direct_fd_ ? direct_fd_.get() : fd_.get()),
+      ring_(FileRing::of(ex)),
       slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)) {
   traits_.read_only = options.read_only;
   traits_.can_extents = !block_device_;
@@ -89,18 +85,17 @@ FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct
                                    : BlockSizes{1, 4096, max_request};
 }
 
-FileHandles& FileImage::handles_for(std::uint64_t offset, std::size_t size, const void* memory) {
+int FileImage::descriptor_for(std::uint64_t offset, std::size_t size, const void* memory) const {
   bool aligned = offset % direct_alignment == 0 && size % direct_alignment == 0 &&
                  reinterpret_cast<std::uintptr_t>(memory) % direct_alignment == 0;
-  return direct_fd_ && aligned ? direct_ : buffered_;
+  return direct_fd_ && aligned ? direct_fd_.get() : fd_.get();
 }
 
 awaitable<Status> FileImage::read(std::uint64_t offset, std::span<std::byte> into) {
   if (Status got = co_await slots_.acquire(); !got) co_return got;
   SlotRelease release{slots_};
-  auto file = handles_for(offset, into.size(), into.data()).lend();
-  if (!file) co_return tl::unexpected(file.error());
-  co_return co_await read_exactly(**file, offset, into);
+  int fd = descriptor_for(offset, into.size(), into.data());
+  co_return co_await ring_read_exactly(ring_, fd, offset, into, fd == fd_.get());
 }
 
 awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::byte> data, bool durable) {
@@ -108,9 +103,9 @@ awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::by
   {
     if (Status got = co_await slots_.acquire(); !got) co_return got;
     SlotRelease release{slots_};
-    auto file = handles_for(offset, data.size(), data.data()).lend();
-    if (!file) co_return tl::unexpected(file.error());
-    if (Status written = co_await write_all(**file, offset, data); !written) co_return written;
+    int fd = descriptor_for(offset, data.size(), data.data());
+    if (Status written = co_await ring_write_all(ring_, fd, offset, data, fd == fd_.get()); !written)
+      co_return written;
   }
   if (durable) co_return co_await flush();
   co_return Status{};
@@ -118,7 +113,8 @@ awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::by
 
 awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
                                        bool* supported, bool* done) {
-  std::error_code ec = co_await ring_->fallocate(fd_.get(), mode, offset, length);
+  int ret = co_await ring_.fallocate(fd_.get(), mode, offset, length);
+  std::error_code ec = ret < 0 ? errno_code(-ret) : std::error_code{};
   if (!ec) {
     *done = true;
   } else if (unsupported(ec)) {
@@ -188,14 +184,14 @@ awaitable<Status> FileImage::trim(std::uint64_t offset, std::uint64_t length, bo
 
 awaitable<Status> FileImage::flush() {
   if (traits_.read_only) co_return Status{};
-  std::error_code ec = co_await ring_->fdatasync(fd_.get());
-  if (ec) co_return fail(ec, path_ + ": flush failed: " + ec.message());
+  int ret = co_await ring_.fsync(fd_.get(), true);
+  if (ret < 0) co_return fail(errno_code(-ret), path_ + ": flush failed: " + errno_code(-ret).message());
   co_return Status{};
 }
 
 awaitable<Status> FileImage::cache(std::uint64_t offset, std::uint64_t length) {
   // Readahead is a hint: a failure to start it changes nothing for later reads.
-  (void)co_await ring_->fadvise(fd_.get(), offset, length, POSIX_FADV_WILLNEED);
+  (void)co_await ring_.fadvise(fd_.get(), offset, length, POSIX_FADV_WILLNEED);
   co_return Status{};
 }
 

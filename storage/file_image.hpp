@@ -1,7 +1,7 @@
 // FileImage: a raw image in a regular file or on a block device, served for random
-// access (the NBD server's exports). Data moves through the event loop (Asio's
-// io_uring file objects, one per operation in flight); flush, zero, trim and cache go
-// through a private io_uring (FileOpsRing), so nothing blocks the loop.
+// access (the NBD server's exports). Everything goes through the event loop's
+// FileRing: reads and writes (page-cache copies offloaded to the kernel's workers),
+// flush, zero, trim and cache, so nothing blocks the loop.
 #pragma once
 
 #include <memory>
@@ -9,10 +9,9 @@
 
 #include "engine/asio.hpp"
 #include "engine/credits.hpp"
-#include "engine/file_ops_ring.hpp"
 #include "engine/image.hpp"
 #include "engine/unique_fd.hpp"
-#include "storage/file_handles.hpp"
+#include "engine/uring/file_ring.hpp"
 
 namespace sluice {
 
@@ -21,7 +20,7 @@ struct FileImageOptions {
   // O_DIRECT for the data path; requests must then be aligned to 4096 bytes, which the
   // image advertises as its minimum block size.
   bool direct = false;
-  // Data operations in flight at once (each holds one file object, one descriptor).
+  // Data operations in flight at once.
   std::size_t max_in_flight = 64;
 };
 
@@ -46,8 +45,9 @@ class FileImage final : public Image {
 
  private:
   FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
-            bool block_device, std::unique_ptr<FileOpsRing> ring, const FileImageOptions& options);
-  FileHandles& handles_for(std::uint64_t offset, std::size_t size, const void* memory);
+            bool block_device, const FileImageOptions& options);
+  // The O_DIRECT descriptor for aligned requests when asked for, else the buffered one.
+  int descriptor_for(std::uint64_t offset, std::size_t size, const void* memory) const;
   awaitable<Status> fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
                               bool* supported, bool* done);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
@@ -57,10 +57,8 @@ class FileImage final : public Image {
   UniqueFd direct_fd_;
   std::uint64_t size_;
   bool block_device_;
-  std::unique_ptr<FileOpsRing> ring_;
+  FileRing& ring_;
   ImageTraits traits_;
-  FileHandles buffered_;
-  FileHandles direct_;
   Credits slots_;
   // What fallocate turned out to support, learnt on first use.
   bool punch_supported_ = true;
