@@ -31,6 +31,10 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(std::errc::no_space_on_device,
                   path + ": the device (" + std::to_string(info->size) +
                       " bytes) is smaller than the source (" + std::to_string(size) + " bytes)");
+  } else if (options.keep_contents) {
+    if (info->size < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+      return fail(errno_code(errno), path + ": cannot extend to " + std::to_string(size) +
+                                         " bytes: " + errno_code(errno).message());
   } else {
     // Empty it and give it the source's size: it then reads as zeros, so zero ranges
     // need no writes and stay holes.
@@ -45,21 +49,23 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
   return std::unique_ptr<FileDestination>(
-      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device));
+      new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device,
+                          !info->block_device && !options.keep_contents));
 }
 
 FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd,
-                                 bool block_device)
+                                 bool block_device, bool known_zero)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
       block_device_(block_device),
+      known_zero_(known_zero),
       buffered_(ex, fd_.get()),
       direct_(ex, direct_fd_ ? direct_fd_.get() : fd_.get()) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
-  traits.known_zero = !block_device_;
+  traits.known_zero = known_zero_;
   traits.zero_is_cheap = true;
   if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
   return traits;

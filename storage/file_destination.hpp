@@ -2,7 +2,7 @@
 //
 // A regular file is created or truncated and sized to the source, so it is known to
 // read as zeros and holes stay holes. A block device keeps its contents, so zero
-// ranges are punched or zeroed explicitly.
+// ranges are punched or zeroed explicitly; so does a file opened with keep_contents.
 #pragma once
 
 #include <memory>
@@ -32,7 +32,8 @@ class FileDestination final : public Destination {
   bool is_block_device() const { return block_device_; }
 
  private:
-  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device);
+  FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device,
+                  bool known_zero);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // The descriptor a request at [offset, offset + size) of memory `data` should use.
   FileHandles& handles_for(std::uint64_t offset, std::size_t size, const void* data);
@@ -41,6 +42,7 @@ class FileDestination final : public Destination {
   UniqueFd fd_;
   UniqueFd direct_fd_;
   bool block_device_;
+  bool known_zero_;
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
   FileHandles buffered_;
