@@ -2,8 +2,7 @@
 
 namespace sluice {
 
-awaitable<Result<HttpResponseHead>> start_http_import(Stream& stream, const Uri& uri,
-                                                      const ImportRequestOptions& options) {
+awaitable<Result<HttpResponseHead>> start_http_import(Stream& stream, const Uri& uri, ImportRequestOptions options) {
   auto request = build_import_request(uri, options);
   if (!request) co_return tl::unexpected(request.error());
   const auto* bytes = reinterpret_cast<const std::byte*>(request->data());

@@ -12,7 +12,7 @@
 
 namespace sluice {
 
-awaitable<Result<HttpResponseHead>> start_http_import(Stream& stream, const Uri& uri,
-                                                      const ImportRequestOptions& options = {});
+// No default argument: g++ 12 destroys a coroutine's defaulted temporary twice.
+awaitable<Result<HttpResponseHead>> start_http_import(Stream& stream, const Uri& uri, ImportRequestOptions options);
 
 }  // namespace sluice
