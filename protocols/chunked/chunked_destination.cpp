@@ -7,6 +7,7 @@
 
 #include "engine/task_group.hpp"
 #include "protocols/common/peer_close.hpp"
+#include "protocols/common/send_failure.hpp"
 #include "protocols/common/stream_stats.hpp"
 #include "protocols/common/zero_block.hpp"
 
@@ -49,7 +50,7 @@ awaitable<Status> ChunkedDestination::send_chunk(const ChunkHeader& header, std:
   if (Status s = encode_chunk_header(header, bytes); !s) co_return s;
   // A detached header: the stream stages it with the start of the payload, so it
   // still shares a record with payload under TLS.
-  co_return co_await stream_->send(Frame{bytes, payload});
+  co_return explain_send_failure(co_await stream_->send(Frame{bytes, payload}));
 }
 
 awaitable<Status> ChunkedDestination::write(std::uint64_t offset, Buffer data) {
@@ -65,7 +66,7 @@ awaitable<Status> ChunkedDestination::write(std::uint64_t offset, Buffer data) {
       // The common case: the header goes into the headroom, in front of its payload.
       auto head = data.prefix(chunk_header_size);
       if (Status s = encode_chunk_header(header, head); !s) co_return s;
-      status = co_await stream_->send(Frame{head, payload.first(length)});
+      status = explain_send_failure(co_await stream_->send(Frame{head, payload.first(length)}));
     } else {
       // The bytes in front of a later piece are the previous piece's payload.
       status = co_await send_chunk(header, payload.subspan(done, length));
@@ -100,13 +101,13 @@ awaitable<Status> ChunkedDestination::zero(std::uint64_t offset, std::uint64_t l
   // (MSG_MORE between writes) instead of ending each chunk with a short segment.
   TaskGroup sends(co_await asio::this_coro::executor);
   for (std::size_t i = 0; i < headers.size(); ++i) sends.spawn(stream_->send(Frame{headers[i], payloads[i]}));
-  co_return co_await sends.join();
+  co_return explain_send_failure(co_await sends.join());
 }
 
 awaitable<Status> ChunkedDestination::finish() {
   if (finished_) co_return Status{};
   finished_ = true;
-  Status status = co_await stream_->send(Frame{chunk_terminator_bytes, {}});
+  Status status = explain_send_failure(co_await stream_->send(Frame{chunk_terminator_bytes, {}}));
   if (!status) {
     stream_->abort();
     final_stats_ = stream_->stats();

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "protocols/common/peer_close.hpp"
+#include "protocols/common/send_failure.hpp"
 #include "protocols/common/stream_stats.hpp"
 #include "protocols/common/zero_block.hpp"
 
@@ -23,7 +24,7 @@ DestinationTraits RawDestination::traits() const {
 awaitable<Status> RawDestination::send_zeros_until(std::uint64_t end) {
   while (next_ < end) {
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(end - next_, zero_block_size));
-    if (Status s = co_await stream_->send(Frame{{}, zero_block().first(n)}); !s) co_return s;
+    if (Status s = explain_send_failure(co_await stream_->send(Frame{{}, zero_block().first(n)})); !s) co_return s;
     next_ += n;
   }
   co_return Status{};
@@ -34,7 +35,7 @@ awaitable<Status> RawDestination::write(std::uint64_t offset, Buffer data) {
     co_return fail_at("raw stream write (out of order or beyond the image)", offset,
                       std::make_error_code(std::errc::invalid_argument));
   if (Status s = co_await send_zeros_until(offset); !s) co_return s;
-  Status status = co_await stream_->send(Frame{{}, data.data()});
+  Status status = explain_send_failure(co_await stream_->send(Frame{{}, data.data()}));
   if (status) next_ += data.size();
   co_return status;
 }
