@@ -3,6 +3,7 @@
 // fail. Say so, so the message points at the receiver's log rather than the network.
 #pragma once
 
+#include <cerrno>
 #include <system_error>
 
 #include "engine/error.hpp"
@@ -12,7 +13,9 @@ namespace sluice {
 inline Status explain_send_failure(Status status) {
   if (status) return status;
   const std::error_code code = status.error().code;
-  if (code == std::errc::broken_pipe || code == std::errc::connection_reset)
+  // By value: Asio reports socket errors in its own category.
+  if (code.value() == EPIPE || code.value() == ECONNRESET || code == std::errc::broken_pipe ||
+      code == std::errc::connection_reset)
     return fail(code, status.error().message +
                           " (the receiver closed the connection: it refused the transfer or failed; its log says why)");
   return status;
