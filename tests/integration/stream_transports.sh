@@ -63,4 +63,21 @@ for transport in tcp unix tls http https; do
 done
 # raw cannot skip on a stream: --prezeroed holes still go out as zeros.
 run_case tcp raw sparse.img yes
+
+# The receiver's xapi-style progress: three-digit percentages on stdout, rising,
+# ending with 100 once the data was flushed.
+port=$(free_port)
+rm -f out.img
+start_serve progress.log --listen tcp://127.0.0.1:$port --output out.img --size "$(stat -c %s dense.img)" \
+  --once --progress=xapi || exit 1
+"$SLUICE" copy dense.img tcp://127.0.0.1:$port 2>copy.log || fail "progress: copy failed: $(cat copy.log)"
+wait "$SERVE_PID" || fail "progress: serve failed: $(cat progress.log)"
+if $PY - progress.log.out <<'PYEOF'
+import re, sys
+text = open(sys.argv[1]).read()
+assert re.fullmatch(r"(\d{3})+", text), text
+values = [int(text[i:i + 3]) for i in range(0, len(text), 3)]
+assert values == sorted(set(values)) and values[-1] == 100 and len(values) >= 2, values
+PYEOF
+then pass "receiver progress, xapi style: $(cat progress.log.out)"; else fail "receiver progress: '$(cat progress.log.out)'"; fi
 finish
