@@ -26,7 +26,8 @@ DestinationTraits ChunkedDestination::traits() const {
   traits.known_zero = false;      // the receiver never zero-fills
   traits.zero_is_cheap = false;   // zeros cost as many bytes as data
   traits.ordered = false;         // every chunk carries its offset
-  traits.block_sizes = BlockSizes{chunk_sector_size, max_chunk, max_chunk};
+  // No preference of its own: --request-size decides, up to vhd-tool's 2 MiB.
+  traits.block_sizes = BlockSizes{chunk_sector_size, 4096, max_chunk};
   return traits;
 }
 

@@ -17,7 +17,7 @@ DestinationTraits RawDestination::traits() const {
   traits.known_zero = false;
   traits.zero_is_cheap = false;
   traits.ordered = true;  // a byte stream has no offsets
-  traits.block_sizes = BlockSizes{1, 2u << 20, 32u << 20};
+  traits.block_sizes = BlockSizes{1, 4096, 32u << 20};
   return traits;
 }
 
