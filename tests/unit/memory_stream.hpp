@@ -44,7 +44,7 @@ class MemoryStream final : public Stream {
     std::size_t limit = input_.size() - read_;
     if (drop_after) limit = std::min(limit, *drop_after - read_);
     std::size_t n = std::min({into.size(), read_piece_, limit});
-    std::memcpy(into.data(), input_.data() + read_, n);
+    if (n > 0) std::memcpy(into.data(), input_.data() + read_, n);
     read_ += n;
     co_return n;
   }
