@@ -102,7 +102,8 @@ TEST_CASE("Chunked over TLS: no record carries a header alone; a 2 MiB chunk cos
   CHECK(records[chunks * per_chunk] == 12 + tls13_overhead);  // the terminator: a header with no payload
   REQUIRE(sent->tls_records);
   CHECK(*sent->tls_records >= records.size());  // the stats count the handshake too
-  // Ciphertext leaves in large writes: about 1 MiB each, not one per record.
+  // Ciphertext leaves in large writes (a chunk's records together; a slow reader may
+  // split them), not one write per 16 KiB record: on average at least 64 KiB each.
   REQUIRE(sent->socket_writes);
-  CHECK(*sent->socket_writes < chunks * 4);
+  CHECK(*sent->socket_writes <= size / (64 * 1024));
 }
