@@ -66,7 +66,8 @@ for version in tls13 tls12; do
     fail "$version: $big records, expected $expected (handshake and close: $handshake)"
   fi
   writes=$(json_field big.json socket_writes)
-  # Ciphertext leaves in batches of about 1 MiB, not one write per 16 KiB record.
-  [ "$writes" -lt 64 ] || fail "$version: $writes socket writes for 16 MiB"
+  # Ciphertext leaves in large writes, not one per 16 KiB record (1033 for 16 MiB):
+  # at least 64 KiB each on average.
+  [ "$writes" -le 256 ] || fail "$version: $writes socket writes for 16 MiB"
 done
 finish
