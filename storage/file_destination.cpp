@@ -32,6 +32,10 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(std::errc::no_space_on_device,
                   path + ": the device (" + std::to_string(info->size) +
                       " bytes) is smaller than the source (" + std::to_string(size) + " bytes)");
+  } else if (options.keep_contents) {
+    if (info->size < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+      return fail(errno_code(errno), path + ": cannot extend to " + std::to_string(size) +
+                                         " bytes: " + errno_code(errno).message());
   } else {
     // Empty it and give it the source's size: it then reads as zeros, so zero ranges
     // need no writes and stay holes.
@@ -47,21 +51,22 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
   }
   return std::unique_ptr<FileDestination>(
       new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device,
-                          options.writeback_window));
+                          options.writeback_window, !info->block_device && !options.keep_contents));
 }
 
 FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd,
-                                 bool block_device, std::uint64_t writeback_window)
+                                 bool block_device, std::uint64_t writeback_window, bool known_zero)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
       block_device_(block_device),
+      known_zero_(known_zero),
       ring_(FileRing::of(ex)),
       writeback_window_(writeback_window) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
-  traits.known_zero = !block_device_;
+  traits.known_zero = known_zero_;
   traits.zero_is_cheap = true;
   if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
   return traits;

@@ -2,7 +2,7 @@
 //
 // A regular file is created or truncated and sized to the source, so it is known to
 // read as zeros and holes stay holes. A block device keeps its contents, so zero
-// ranges are punched or zeroed explicitly.
+// ranges are punched or zeroed explicitly; so does a file opened with keep_contents.
 #pragma once
 
 #include <deque>
@@ -34,7 +34,7 @@ class FileDestination final : public Destination {
 
  private:
   FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device,
-                  std::uint64_t writeback_window);
+                  std::uint64_t writeback_window, bool known_zero);
   awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
@@ -44,6 +44,7 @@ class FileDestination final : public Destination {
   UniqueFd fd_;
   UniqueFd direct_fd_;
   bool block_device_;
+  bool known_zero_;
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
   FileRing& ring_;

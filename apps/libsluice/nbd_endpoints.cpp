@@ -16,4 +16,11 @@ awaitable<Result<std::unique_ptr<Destination>>> open_nbd_destination(const Uri& 
   co_return fail(std::errc::function_not_supported, uri.scheme + ": NBD is not implemented yet");
 }
 
+awaitable<Result<std::unique_ptr<Destination>>> open_nbd_destination_on_stream(std::unique_ptr<Stream>,
+                                                                               std::string, std::uint64_t,
+                                                                               const EndpointOptions&) {
+  co_return fail(std::errc::function_not_supported,
+                 "the server answered Transfer-Encoding: nbd; this build cannot speak NBD on an HTTP connection yet");
+}
+
 }  // namespace sluice

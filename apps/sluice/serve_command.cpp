@@ -188,6 +188,9 @@ int serve_command(int argc, char** argv) {
       std::fprintf(stderr, "sluice: %s\n", tls.error().message.c_str());
       return exit_transfer_error;
     }
+    // Chunked and raw are one-way: a client never reads TLS 1.3 session tickets, and
+    // unread bytes make its close a reset that can cut off the end of the stream.
+    SSL_CTX_set_num_tickets((*tls)->native(), 0);
     loop_options.tls = *tls;
   }
 

@@ -1,9 +1,114 @@
+// `sluice serve --protocol chunked|raw [--http]`: each connection's stream is written
+// into --output, as vhd-tool's `serve` does for xapi: the output is opened for every
+// connection without being truncated (it is usually the attached disk), and success
+// is reported only once the data was flushed.
+#include <fcntl.h>
+#include <cerrno>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
 #include "apps/sluice/serve_service.hpp"
+#include "engine/unique_fd.hpp"
+#include "protocols/chunked/chunked_receiver.hpp"
+#include "protocols/common/stream_reader.hpp"
+#include "protocols/http/import_server.hpp"
+#include "protocols/raw/raw_receiver.hpp"
+#include "storage/file_destination.hpp"
+#include "storage/image_file.hpp"
 
 namespace sluice::cli {
 
-Result<ServeService> make_stream_receiver(executor, const ServeOptions& options) {
-  return fail(std::errc::function_not_supported, "--protocol " + options.protocol + " is not implemented yet");
+namespace {
+
+// The image's size: --size, or what the output already holds.
+Result<std::uint64_t> image_size(const ServeOptions& options) {
+  if (options.size) {
+    if (*options.size == 0) return fail(std::errc::invalid_argument, "--size must not be 0");
+    return *options.size;
+  }
+  UniqueFd fd(::open(options.output.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    int err = errno;
+    return fail(errno_code(err), options.output + ": " + errno_code(err).message() +
+                                     (err == ENOENT ? " (give --size to create it)" : ""));
+  }
+  auto info = inspect_image_file(fd.get(), options.output);
+  if (!info) return tl::unexpected(info.error());
+  if (info->size == 0)
+    return fail(std::errc::invalid_argument, options.output + " is empty: give --size BYTES");
+  return info->size;
+}
+
+awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptions> options,
+                                   std::unique_ptr<Stream> stream) {
+  const std::string peer = stream->peer();
+  auto failed = [&](const Error& e) -> Status {
+    return fail(e.code, peer + ": " + e.message);
+  };
+  StreamReader reader(*stream);
+  if (options->http) {
+    auto request = co_await answer_http_import(reader);
+    if (!request) {
+      co_await stream->close();
+      co_return failed(request.error());
+    }
+  }
+  auto size = image_size(*options);
+  if (!size) {
+    stream->abort();
+    co_return failed(size.error());
+  }
+  FileOptions file;
+  file.direct = options->direct;
+  file.keep_contents = true;
+  auto output = FileDestination::open(ex, options->output, *size, file);
+  if (!output) {
+    stream->abort();
+    co_return failed(output.error());
+  }
+
+  ReceiveOptions receive;
+  receive.image_size = *size;
+  std::shared_ptr<ProgressReporter> reporter;
+  if (options->progress) {
+    reporter = std::make_shared<ProgressReporter>(*options->progress);
+    receive.progress = [reporter](const ProgressUpdate& update) { reporter->update(update); };
+  }
+  // Not a conditional expression: g++ 12 destroys the temporary of a co_await inside
+  // `?:` twice.
+  Result<ReceiveResult> result;
+  if (options->protocol == "raw")
+    result = co_await receive_raw(reader, **output, receive);
+  else
+    result = co_await receive_chunked(reader, **output, receive);
+  if (reporter) reporter->finish(ProgressUpdate{result ? *size : 0, *size, result ? result->seconds : 0}, bool(result));
+  if (!result) {
+    stream->abort();
+    co_return failed(result.error());
+  }
+  co_await stream->close();
+  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes into %s (flushed)\n", peer.c_str(),
+               static_cast<unsigned long long>(result->bytes_written),
+               static_cast<unsigned long long>(result->writes), options->output.c_str());
+  co_return Status{};
+}
+
+}  // namespace
+
+Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& options) {
+  if (options.protocol != "chunked" && options.protocol != "raw")
+    return fail(std::errc::invalid_argument, "--protocol " + options.protocol + " is not a stream protocol");
+  // Check the output up front, so a misconfigured server fails at start, not on the
+  // first connection.
+  if (auto size = image_size(options); !size) return tl::unexpected(size.error());
+  auto shared = std::make_shared<const ServeOptions>(options);
+  ServeService service;
+  service.handler = [ex, shared](std::unique_ptr<Stream> stream) {
+    return serve_connection(ex, shared, std::move(stream));
+  };
+  return service;
 }
 
 }  // namespace sluice::cli

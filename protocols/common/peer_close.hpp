@@ -1,0 +1,21 @@
+// The end of a one-way stream (Chunked, raw): after its last byte, the sender waits
+// for the receiver to close first. Closing a socket that still holds unread bytes
+// (TLS 1.3 session tickets nobody reads in a one-way protocol) makes the kernel send
+// a reset instead of a FIN, and a reset can destroy the receiver's unread data, the
+// terminator included. Waiting also means the sender returns only once the receiver
+// is done (a Sluice or vhd-tool receiver closes after flushing).
+#pragma once
+
+#include <chrono>
+
+#include "engine/asio.hpp"
+#include "engine/net/stream.hpp"
+
+namespace sluice {
+
+constexpr std::chrono::seconds default_peer_close_wait{30};
+
+// Reads and discards until the peer closes, fails, or `limit` passes; never fails.
+awaitable<void> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit);
+
+}  // namespace sluice

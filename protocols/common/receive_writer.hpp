@@ -1,0 +1,83 @@
+// ReceiveWriter: the storage half of a receiver (Chunked or raw). The network half
+// reads each payload into a buffer from a pool and hands it here; the write runs in
+// the background, several at once, and the buffer returns to the pool only when its
+// write has completed, so the pool's size bounds both memory and writes in flight.
+//
+// Writes whose ranges could overlap never run at the same time: a chunk that does not
+// lie wholly past everything issued so far waits until the writes in flight are done,
+// so the last chunk sent for a range is the one that stays (as with vhd-tool's
+// one-write-at-a-time receiver).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "engine/buffer_pool.hpp"
+#include "engine/copy_options.hpp"
+#include "engine/destination.hpp"
+#include "engine/task_group.hpp"
+
+namespace sluice {
+
+struct ReceiveOptions {
+  static constexpr std::size_t default_depth = 8;
+  static constexpr std::size_t default_piece = 2u << 20;
+
+  // Bytes the image holds: --size, or the output's size. Nothing is written past it.
+  std::uint64_t image_size = 0;
+  // Writes in flight (and pooled buffers).
+  std::size_t depth = default_depth;
+  // Raw: bytes per write. Chunked: the longest chunk accepted.
+  std::size_t piece = default_piece;
+  // After each completed write, on the event loop's thread.
+  ProgressCallback progress;
+};
+
+struct ReceiveResult {
+  std::uint64_t bytes_received = 0;  // payload bytes read from the stream
+  std::uint64_t bytes_written = 0;   // bytes written to the destination (within the image)
+  std::uint64_t writes = 0;
+  double seconds = 0;
+};
+
+class ReceiveWriter {
+ public:
+  // `on_failure` runs once when a write fails: it should make the network side stop
+  // (abort the stream), since the sender cannot be told in any other way.
+  ReceiveWriter(executor ex, Destination& destination, const ReceiveOptions& options,
+                std::function<void()> on_failure);
+
+  // A buffer of options.piece bytes; waits while every buffer is in flight. Fails once
+  // a write has failed.
+  awaitable<Result<Buffer>> acquire();
+
+  // Starts writing `data` at `offset` (waiting first if it could overlap a write in
+  // flight). Fails when a write has already failed.
+  awaitable<Status> write(std::uint64_t offset, Buffer data);
+
+  // Waits for every write; the first write error, if any.
+  awaitable<Status> drain();
+
+  // drain(), then flush to stable storage and finish the destination. Success means
+  // every byte written is durable.
+  awaitable<Result<ReceiveResult>> finish(std::uint64_t bytes_received);
+
+  // The first write error, once drained or as soon as known.
+  bool failed() const { return writes_.failed(); }
+
+ private:
+  awaitable<Status> write_one(std::uint64_t offset, Buffer data);
+
+  Destination& destination_;
+  ReceiveOptions options_;
+  BufferPool pool_;
+  TaskGroup writes_;
+  std::uint64_t issued_end_ = 0;  // the end of the highest range issued since the last drain
+  std::uint64_t done_ = 0;
+  std::uint64_t writes_issued_ = 0;
+  std::chrono::steady_clock::time_point started_;
+};
+
+}  // namespace sluice

@@ -1,0 +1,49 @@
+#include "protocols/raw/raw_receiver.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace sluice {
+
+awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& destination,
+                                             const ReceiveOptions& options) {
+  Stream& stream = reader.stream();
+  ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, [&stream] { stream.abort(); });
+  const std::uint64_t size = options.image_size;
+  std::uint64_t offset = 0;
+  Status failure;
+  while (offset < size) {
+    auto buffer = co_await writer.acquire();
+    if (!buffer) {
+      failure = tl::unexpected(buffer.error());
+      break;
+    }
+    buffer->truncate(static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, buffer->size())));
+    auto n = co_await reader.read_up_to(buffer->data());
+    if (!n) {
+      failure = tl::unexpected(Error{n.error().code, "at offset " + std::to_string(offset) + ": " +
+                                                         n.error().message});
+      break;
+    }
+    const std::size_t wanted = buffer->size();
+    buffer->truncate(*n);
+    if (*n > 0) {
+      if (Status s = co_await writer.write(offset, std::move(*buffer)); !s) {
+        failure = s;
+        break;
+      }
+    }
+    offset += *n;
+    if (*n < wanted) {
+      failure = fail(std::errc::connection_reset, "the raw stream ended after " + std::to_string(offset) +
+                                                      " of " + std::to_string(size) + " bytes");
+      break;
+    }
+  }
+  Status written = co_await writer.drain();
+  if (!written) co_return tl::unexpected(written.error());
+  if (!failure) co_return tl::unexpected(failure.error());
+  co_return co_await writer.finish(offset);
+}
+
+}  // namespace sluice

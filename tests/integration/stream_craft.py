@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Crafts malformed Chunked streams and HTTP requests for the receiver tests.
+
+  stream_craft.py HOST:PORT|/unix/path CASE
+
+Cases: truncated, header-cut, garbage, oversize, unaligned, out-of-bounds,
+dropped-mid-payload, non-put, transfer-encoding, http-garbage, good-http.
+A good 4 KiB chunk of 0xAB at offset 0 comes first in every stream case, so a test
+can check that data written before the error stays. HTTP cases print the status line.
+"""
+import socket
+import struct
+import sys
+
+
+def chunk(offset, length, fill=b"\xab"):
+    return struct.pack("<QI", offset, length) + fill * length
+
+
+def connect(where):
+    if where.startswith("/"):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(where)
+        return s
+    host, _, port = where.rpartition(":")
+    return socket.create_connection((host, int(port)))
+
+
+def status_line(s):
+    head = b""
+    s.settimeout(10)
+    while b"\r\n" not in head:
+        data = s.recv(1)
+        if not data:
+            break
+        head += data
+    print(head.decode("latin-1").strip())
+
+
+def main():
+    where, case = sys.argv[1], sys.argv[2]
+    s = connect(where)
+    good = chunk(0, 4096)
+    if case == "truncated":
+        s.sendall(good + chunk(4096, 512))
+    elif case == "header-cut":
+        s.sendall(good + b"\x00\x10\x00\x00\x00")
+    elif case == "garbage":
+        s.sendall(good + b"this is not a chunk header at all")
+    elif case == "oversize":
+        s.sendall(good + struct.pack("<QI", 0, 64 * 1024 * 1024))
+    elif case == "unaligned":
+        s.sendall(good + struct.pack("<QI", 8192, 1000) + b"\0" * 1000)
+    elif case == "out-of-bounds":
+        s.sendall(good + chunk(1 << 40, 512))
+    elif case == "dropped-mid-payload":
+        s.sendall(good + struct.pack("<QI", 1 << 20, 1 << 20) + b"\xcd" * 100000)
+        # A reset, not a clean close: the peer vanished.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    elif case == "non-put":
+        s.sendall(b"GET /import_raw_vdi HTTP/1.1\r\nhost: x\r\n\r\n")
+        status_line(s)
+    elif case == "transfer-encoding":
+        s.sendall(b"PUT /import_raw_vdi HTTP/1.1\r\nhost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        status_line(s)
+    elif case == "http-garbage":
+        s.sendall(b"\x16\x03\x01 not http\r\n\r\n")
+        status_line(s)
+    elif case == "good-http":
+        s.sendall(b"PUT /import_raw_vdi?vdi=x HTTP/1.1\r\nhost: x\r\ncookie: chunked=true\r\n\r\n")
+        status_line(s)
+        s.sendall(good + b"\0" * 12)
+        s.recv(1)  # wait for the receiver to close
+    else:
+        sys.exit("unknown case " + case)
+    s.close()
+
+
+main()

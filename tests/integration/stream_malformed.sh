@@ -1,0 +1,105 @@
+#!/bin/bash
+# Malformed input against `sluice serve`: every bad stream ends its connection with a
+# clear error on stderr while data written before it stays; without --once the server
+# goes on serving (a good transfer after all the bad ones succeeds); with --once a bad
+# stream makes serve exit non-zero. HTTP: other methods, Transfer-Encoding requests
+# and garbage are refused with 4xx.
+. "$SOURCE_ROOT/tests/integration/stream_lib.sh"
+CRAFT="$SOURCE_ROOT/tests/integration/stream_craft.py"
+SIZE=$((4 * 1024 * 1024))
+
+first_bytes() {  # first_bytes PATH N: hex of the first N bytes
+  $PY -c 'import sys; print(open(sys.argv[1],"rb").read(int(sys.argv[2])).hex())' "$1" "$2"
+}
+errors_in() { grep -c '^sluice: ' "$1"; }
+wait_errors() {  # wait_errors LOG COUNT
+  local i
+  for i in $(seq 1 100); do
+    [ "$(errors_in "$1")" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+# --- Chunked receiver, many connections --------------------------------------------
+port=$(free_port)
+$PY -c 'import sys; open(sys.argv[1],"wb").write(b"\x11" * int(sys.argv[2]))' out.img $SIZE
+start_serve serve.log --listen tcp://127.0.0.1:$port --protocol chunked --output out.img || exit 1
+expected=0
+check_case() {  # check_case CASE MESSAGE
+  local case=$1 message=$2 line
+  $PY -c 'import sys; f=open(sys.argv[1],"r+b"); f.write(b"\x11" * 4096)' out.img  # undo the last good chunk
+  $PY "$CRAFT" 127.0.0.1:$port "$case" >/dev/null 2>&1
+  expected=$((expected + 1))
+  if ! wait_errors serve.log $expected; then
+    fail "$case: no error reported"
+    return
+  fi
+  line=$(grep '^sluice: ' serve.log | sed -n "${expected}p")
+  case $line in
+    *"$message"*) pass "$case: $line" ;;
+    *) fail "$case: expected '$message' in '$line'" ;;
+  esac
+  [ "$(first_bytes out.img 4)" = abababab ] || fail "$case: the good chunk before the error was not kept"
+}
+check_case truncated "without the terminator"
+check_case header-cut "inside a chunk header (5 of 12 bytes"
+check_case garbage "offset is not a multiple of 512"
+check_case oversize "exceeds the maximum chunk length 2097152"
+check_case unaligned "length 1000 is not a multiple of 512"
+check_case out-of-bounds "beyond the image size $SIZE"
+check_case dropped-mid-payload "chunk at offset 1048576"
+kill -0 "$SERVE_PID" 2>/dev/null || fail "the server died after bad connections"
+# It still serves: a good transfer works after all that.
+make_image good.img $SIZE
+if "$SLUICE" copy good.img tcp://127.0.0.1:$port 2>copy.log && wait_errors serve.log $((expected + 1)) &&
+    cmp good.img out.img; then
+  pass "a good transfer after the failed ones"
+else
+  fail "the good transfer after failed ones: $(cat copy.log)"
+fi
+kill "$SERVE_PID"
+wait "$SERVE_PID" 2>/dev/null
+
+# --- --once: a bad stream is the exit status -------------------------------------
+port=$(free_port)
+start_serve once.log --listen tcp://127.0.0.1:$port --protocol chunked --output out.img --once || exit 1
+$PY "$CRAFT" 127.0.0.1:$port truncated >/dev/null 2>&1
+wait "$SERVE_PID"
+status=$?
+if [ $status -eq 1 ] && grep -q "without the terminator" once.log; then pass "--once exits 1 on a truncated stream"
+else fail "--once after a truncated stream: exit $status, $(cat once.log)"; fi
+
+# --- raw: a short stream ------------------------------------------------------------
+port=$(free_port)
+start_serve raw.log --listen tcp://127.0.0.1:$port --protocol raw --output out.img --once || exit 1
+head -c 100000 good.img | $PY -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read()); s.close()' $port
+wait "$SERVE_PID"
+status=$?
+if [ $status -eq 1 ] && grep -q "the raw stream ended after 100000 of $SIZE bytes" raw.log; then
+  pass "raw: a short stream fails clearly"
+else
+  fail "raw short stream: exit $status, $(cat raw.log)"
+fi
+
+# --- HTTP: refusals -------------------------------------------------------------------
+port=$(free_port)
+start_serve http.log --listen tcp://127.0.0.1:$port --protocol chunked --http --output out.img || exit 1
+check_http() {  # check_http CASE STATUS LOGMESSAGE
+  local got
+  got=$($PY "$CRAFT" 127.0.0.1:$port "$1" 2>&1)
+  case $got in
+    "$2"*) pass "http $1: $got" ;;
+    *) fail "http $1: answered '$got', expected '$2'" ;;
+  esac
+}
+check_http non-put "HTTP/1.1 405 Method Not Allowed"
+check_http transfer-encoding "HTTP/1.1 404"
+check_http http-garbage "HTTP/1.1 400 Bad Request"
+check_http good-http "HTTP/1.1 200 OK"
+wait_errors http.log 3
+grep -q "refused the HTTP request 'GET /import_raw_vdi'" http.log || fail "the GET refusal is not logged clearly"
+grep -q "Transfer-Encoding" http.log || fail "the Transfer-Encoding refusal is not logged clearly"
+finish
