@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/net/tcp_info.hpp"
+#include "engine/uring/file_ring.hpp"
 
 namespace sluice {
 
@@ -93,19 +94,44 @@ SocketStream::~SocketStream() {
   socket_.close(ignored);
 }
 
+awaitable<Status> SocketStream::send_memory(std::vector<asio::const_buffer>& buffers, bool more) {
+  if (buffers.empty()) co_return Status{};
+  Status s = co_await send_all(socket_, std::move(buffers), more, stats_, peer_);
+  buffers.clear();
+  co_return s;
+}
+
 awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool more) {
+  // Memory frames are gathered into one sendmsg; a frame whose payload stays in a file
+  // sends what was gathered (its header included) corked, then splices the payload.
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch.size() * 2);
-  for (const Pending& p : batch) {
-    const Frame& f = p.frame;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const Frame& f = batch[i].frame;
     if (f.contiguous() && !f.head.empty() && !f.body.empty()) {
-      buffers.emplace_back(f.head.data(), f.size());
+      buffers.emplace_back(f.head.data(), f.head.size() + f.body.size());
     } else {
       if (!f.head.empty()) buffers.emplace_back(f.head.data(), f.head.size());
       if (!f.body.empty()) buffers.emplace_back(f.body.data(), f.body.size());
     }
+    if (f.file.length == 0) continue;
+    if (Status s = co_await send_memory(buffers, true); !s) co_return s;
+    if (!pipe_) {
+      auto pipe = Pipe::create();
+      if (!pipe) co_return tl::unexpected(pipe.error());
+      pipe_ = std::move(*pipe);
+    }
+    bool last = i + 1 == batch.size();
+    Status s = co_await splice_file_to_socket(FileRing::of(socket_.get_executor()), *pipe_, f.file.fd,
+                                              f.file.offset, f.file.length, socket_.native_handle(), more || !last);
+    ++stats_.socket_writes;
+    if (!s) {
+      pipe_.reset();  // may hold pages that never left
+      co_return fail(s.error().code, s.error().message + " (to " + peer_ + ")");
+    }
+    stats_.bytes_sent += f.file.length;
   }
-  co_return co_await send_all(socket_, std::move(buffers), more, stats_, peer_);
+  co_return co_await send_memory(buffers, more);
 }
 
 awaitable<Status> SocketStream::read_exactly(std::span<std::byte> into) {

@@ -4,7 +4,10 @@
 
 #include <asio/generic/stream_protocol.hpp>
 
+#include <optional>
+
 #include "engine/net/stream.hpp"
+#include "engine/uring/pipe.hpp"
 
 namespace sluice {
 
@@ -21,6 +24,8 @@ class SocketStream final : public Stream {
   void abort() override;
   StreamStats stats() const override;
   bool is_tls() const override { return false; }
+  bool splices() const override { return true; }
+  int socket_fd() const override { return const_cast<Socket&>(socket_).native_handle(); }
   std::string peer() const override { return peer_; }
 
   Socket& socket() { return socket_; }
@@ -33,8 +38,11 @@ class SocketStream final : public Stream {
   std::size_t batch_frames() const override { return 32; }  // two iovecs each, Asio's limit is 64
 
  private:
+  awaitable<Status> send_memory(std::vector<asio::const_buffer>& buffers, bool more);
+
   Socket socket_;
   StreamOptions options_;
+  std::optional<Pipe> pipe_;  // for FileSlice frames, made on first use
   std::string peer_;
   StreamStats stats_;
 };

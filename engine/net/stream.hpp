@@ -19,13 +19,23 @@
 
 namespace sluice {
 
+// Payload that stays in a file: a stream that can splice sends it from the page cache
+// without copying it into this process.
+struct FileSlice {
+  int fd = -1;
+  std::uint64_t offset = 0;
+  std::uint64_t length = 0;
+};
+
 struct Frame {
   // `head` may lie directly in front of `body` (a header in a buffer's headroom); the
   // stream then sends them as one contiguous span.
   std::span<const std::byte> head;
   std::span<const std::byte> body;
+  // Instead of `body`, on streams where splices() is true.
+  FileSlice file{};
 
-  std::size_t size() const { return head.size() + body.size(); }
+  std::size_t size() const { return head.size() + body.size() + static_cast<std::size_t>(file.length); }
   bool contiguous() const { return head.empty() || head.data() + head.size() == body.data() || body.empty(); }
 };
 
@@ -63,6 +73,9 @@ class Stream {
 
   virtual StreamStats stats() const = 0;
   virtual bool is_tls() const = 0;
+  // Whether frames may carry a FileSlice, and the socket is there to splice from.
+  virtual bool splices() const { return false; }
+  virtual int socket_fd() const { return -1; }
   // "tcp 127.0.0.1:10809", "unix /run/x.sock", for messages.
   virtual std::string peer() const = 0;
 

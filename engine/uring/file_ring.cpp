@@ -1,5 +1,9 @@
 #include "engine/uring/file_ring.hpp"
 
+#include <fcntl.h>
+
+#include "engine/uring/pipe.hpp"
+
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -133,6 +137,58 @@ awaitable<int> FileRing::fadvise(int fd, std::uint64_t offset, std::uint64_t len
   return submit([=](io_uring_sqe* sqe) {
     io_uring_prep_fadvise(sqe, fd, offset, static_cast<off_t>(length), advice);
   });
+}
+
+awaitable<int> FileRing::splice(int fd_in, std::int64_t offset_in, int fd_out, std::int64_t offset_out,
+                                 std::size_t length, unsigned flags) {
+  return submit([=](io_uring_sqe* sqe) {
+    io_uring_prep_splice(sqe, fd_in, offset_in, fd_out, offset_out, static_cast<unsigned>(length), flags);
+  });
+}
+
+awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, std::uint64_t offset,
+                                        std::uint64_t length, int socket, bool more) {
+  while (length > 0) {
+    std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, pipe.capacity()));
+    int in = co_await ring.splice(file, static_cast<std::int64_t>(offset), pipe.write_end(), -1, chunk, SPLICE_F_MOVE);
+    if (in < 0) co_return fail_at("splice from the file", offset, errno_code(-in));
+    if (in == 0)
+      co_return fail(std::errc::io_error, "splice from the file at offset " + std::to_string(offset) +
+                                              ": unexpected end of file (the source shrank while being copied?)");
+    offset += static_cast<std::uint64_t>(in);
+    length -= static_cast<std::uint64_t>(in);
+    // Hold the socket's last partial segment only while more is known to follow.
+    unsigned flags = SPLICE_F_MOVE | ((more || length > 0) ? SPLICE_F_MORE : 0u);
+    for (int left = in; left > 0;) {
+      int out = co_await ring.splice(pipe.read_end(), -1, socket, -1, static_cast<std::size_t>(left), flags);
+      if (out < 0) co_return fail(errno_code(-out), "sending: " + errno_code(-out).message());
+      if (out == 0) co_return fail(std::errc::broken_pipe, "sending: the connection was closed");
+      left -= out;
+    }
+  }
+  co_return Status{};
+}
+
+awaitable<Status> splice_socket_to_file(FileRing& ring, Pipe& pipe, int socket, int file, std::uint64_t offset,
+                                        std::uint64_t length) {
+  while (length > 0) {
+    std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, pipe.capacity()));
+    int in = co_await ring.splice(socket, -1, pipe.write_end(), -1, chunk, SPLICE_F_MOVE);
+    if (in < 0) co_return fail(errno_code(-in), "receiving: " + errno_code(-in).message());
+    if (in == 0)
+      co_return fail(std::errc::connection_reset, "the peer closed the connection with " + std::to_string(length) +
+                                                      " bytes of payload still to come");
+    for (int left = in; left > 0;) {
+      int out = co_await ring.splice(pipe.read_end(), -1, file, static_cast<std::int64_t>(offset),
+                                     static_cast<std::size_t>(left), SPLICE_F_MOVE);
+      if (out < 0) co_return fail_at("write", offset, errno_code(-out));
+      if (out == 0) co_return fail_at("write", offset, std::make_error_code(std::errc::io_error));
+      left -= out;
+      offset += static_cast<std::uint64_t>(out);
+    }
+    length -= static_cast<std::uint64_t>(in);
+  }
+  co_return Status{};
 }
 
 awaitable<Status> ring_read_exactly(FileRing& ring, int fd, std::uint64_t offset, std::span<std::byte> into,

@@ -47,6 +47,10 @@ class FileRing : public asio::execution_context::service {
   awaitable<int> fallocate(int fd, int mode, std::uint64_t offset, std::uint64_t length);
   awaitable<int> sync_file_range(int fd, std::uint64_t offset, std::uint64_t length, unsigned flags);
   awaitable<int> fadvise(int fd, std::uint64_t offset, std::uint64_t length, int advice);
+  // splice(2) between a pipe and a file or socket; -1 for the offset of a pipe or
+  // socket. SPLICE_F_MORE on a socket means what MSG_MORE means.
+  awaitable<int> splice(int fd_in, std::int64_t offset_in, int fd_out, std::int64_t offset_out,
+                        std::size_t length, unsigned flags);
 
   std::size_t in_flight() const { return in_flight_; }
 
@@ -103,6 +107,18 @@ awaitable<int> FileRing::submit(Prepare prepare) {
       },
       asio::use_awaitable);
 }
+
+// Moves `length` bytes from a file at `offset` to a socket through `pipe`, never
+// copying them into this process. `more` keeps the socket corked after the last byte
+// (more data is known to follow). Returns the bytes sent, which are all of them unless
+// an error is returned.
+awaitable<Status> splice_file_to_socket(FileRing& ring, class Pipe& pipe, int file, std::uint64_t offset,
+                                        std::uint64_t length, int socket, bool more);
+
+// Moves `length` bytes from a socket into a file at `offset` through `pipe`: one
+// copy (into the page cache) instead of two. The peer closing first is an error.
+awaitable<Status> splice_socket_to_file(FileRing& ring, class Pipe& pipe, int socket, int file,
+                                        std::uint64_t offset, std::uint64_t length);
 
 // Helpers that turn a FileRing result into a Status naming the operation and offset.
 awaitable<Status> ring_read_exactly(FileRing& ring, int fd, std::uint64_t offset, std::span<std::byte> into,

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+
+#include <array>
 #include <fstream>
 #include <vector>
 
@@ -118,6 +121,41 @@ TEST_CASE("plain TCP: frames arrive whole and in order, gathered into few writes
     co_return Status{};
   };
   CHECK(test::run(task()));
+}
+
+TEST_CASE("plain TCP: payloads spliced from a file arrive between memory frames, in order") {
+  test::TempDir dir;
+  auto content = test::noise(3u << 20, 5);
+  test::write_at(dir.file("payload.img"), 0, content);
+  int fd = ::open(dir.file("payload.img").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  auto task = [&]() -> awaitable<Status> {
+    auto pair = co_await connected_pair();
+    if (!pair) co_return tl::unexpected(pair.error());
+    CHECK(pair->client->splices());
+    const std::array<std::byte, 4> a{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+    const std::array<std::byte, 2> b{std::byte{9}, std::byte{8}};
+    TaskGroup senders(co_await asio::this_coro::executor);
+    senders.spawn(pair->client->send(Frame{a, {}, FileSlice{fd, 1000, 2u << 20}}));
+    senders.spawn(pair->client->send(Frame{b, b, {}}));
+    senders.spawn(pair->client->send(Frame{{}, {}, FileSlice{fd, 7, 100000}}));
+    std::vector<std::byte> expected(a.begin(), a.end());
+    auto bytes = [&](std::size_t from, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) expected.push_back(std::byte(static_cast<unsigned char>(content[from + i])));
+    };
+    bytes(1000, 2u << 20);
+    expected.insert(expected.end(), b.begin(), b.end());
+    expected.insert(expected.end(), b.begin(), b.end());
+    bytes(7, 100000);
+    std::vector<std::byte> received(expected.size());
+    Status got = co_await pair->server->read_exactly(received);
+    if (Status s = co_await senders.join(); !s) co_return s;
+    if (!got) co_return got;
+    CHECK(received == expected);
+    co_return Status{};
+  };
+  CHECK(test::run(task()));
+  ::close(fd);
 }
 
 TEST_CASE("TLS: a 2 MiB chunk with its header costs the minimum number of records") {

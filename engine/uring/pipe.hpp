@@ -1,0 +1,29 @@
+// Pipe: the kernel buffer that splice() moves pages through. Data goes
+// file -> pipe -> socket (or socket -> pipe -> file) without ever being copied into
+// this process; the pipe holds references to the pages, not copies.
+#pragma once
+
+#include <cstddef>
+
+#include "engine/error.hpp"
+#include "engine/unique_fd.hpp"
+
+namespace sluice {
+
+class Pipe {
+ public:
+  // A pipe as large as the system allows (pipe-max-size, usually 1 MiB): fewer splice
+  // round trips per request.
+  static Result<Pipe> create();
+
+  int read_end() const { return read_.get(); }
+  int write_end() const { return write_.get(); }
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  UniqueFd read_;
+  UniqueFd write_;
+  std::size_t capacity_ = 0;
+};
+
+}  // namespace sluice
