@@ -34,18 +34,25 @@ class ClientHandshake {
       : stream_(std::move(stream)), options_(options), peer_(stream_->peer()) {}
 
   awaitable<Result<Negotiated>> run() {
-    if (Status s = co_await greet(); !s) co_return tl::unexpected(s.error());
-    if (options_.tls && !stream_->is_tls()) {
-      if (Status s = co_await start_tls(); !s) co_return tl::unexpected(s.error());
+    Status status = co_await greet();
+    if (status && options_.tls && !stream_->is_tls()) status = co_await start_tls();
+    if (status) {
+      facts_.tls = stream_->is_tls();
+      if (options_.structured_replies) status = co_await ask_structured_replies();
     }
-    facts_.tls = stream_->is_tls();
-    if (options_.structured_replies) {
-      if (Status s = co_await ask_structured_replies(); !s) co_return tl::unexpected(s.error());
+    if (status && facts_.structured_replies && options_.allocation_map) status = co_await ask_allocation_map();
+    if (status) status = co_await go();
+    if (!status) {
+      Error error = std::move(status.error());
+      // With TLS 1.3 a server judges our certificate after the handshake has completed
+      // on our side: its refusal shows up as the session ending at the first option.
+      if (upgraded_ && replies_after_tls_ == 0 && error.code != std::errc::protocol_error)
+        error.message = "the TLS session with " + peer_ +
+                        " ended right after the handshake (the server may require a client certificate "
+                        "that it can verify): " + error.message;
+      co_await abandon();
+      co_return tl::unexpected(std::move(error));
     }
-    if (facts_.structured_replies && options_.allocation_map) {
-      if (Status s = co_await ask_allocation_map(); !s) co_return tl::unexpected(s.error());
-    }
-    if (Status s = co_await go(); !s) co_return tl::unexpected(s.error());
     co_return Negotiated{std::move(stream_), std::move(facts_)};
   }
 
@@ -63,11 +70,23 @@ class ClientHandshake {
     no_zeroes_ = (*flags & handshake_flag::no_zeroes) != 0;
     std::uint32_t client_flags = client_flag::fixed_newstyle | (no_zeroes_ ? client_flag::no_zeroes : 0);
     auto bytes = encode_client_flags(client_flags);
-    co_return co_await stream_->send(Frame{{}, bytes});
+    Status sent = co_await stream_->send(Frame{{}, bytes});
+    options_sent_ = sent.has_value();
+    co_return sent;
   }
 
   // Takes the encoded option by reference: callers keep it in a named object, as g++ 12
   // mishandles non-trivial temporaries that live across a co_await.
+  // After a refusal the polite way out is ABORT (the server may answer it, or just
+  // close); after a broken stream, sending fails quietly.
+  awaitable<void> abandon() {
+    if (stream_ && options_sent_) {
+      const Result<std::vector<std::byte>> option = encode_option(Option::abort);
+      co_await send_option(option);
+    }
+    if (stream_) co_await stream_->close();
+  }
+
   awaitable<Status> send_option(const Result<std::vector<std::byte>>& bytes) {
     if (!bytes) co_return tl::unexpected(bytes.error());
     co_return co_await stream_->send(Frame{{}, *bytes});
@@ -86,6 +105,7 @@ class ClientHandshake {
     if (!reply.payload.empty()) {
       if (Status s = co_await stream_->read_exactly(reply.payload); !s) co_return lost(s.error());
     }
+    if (upgraded_) ++replies_after_tls_;
     co_return reply;
   }
 
@@ -122,6 +142,7 @@ class ClientHandshake {
                                              options_.tls_hostname);
     if (!tls) co_return tl::unexpected(tls.error());
     stream_ = std::move(*tls);
+    upgraded_ = true;
     co_return Status{};
   }
 
@@ -235,6 +256,9 @@ class ClientHandshake {
   std::string peer_;
   NegotiatedExport facts_;
   bool no_zeroes_ = false;
+  bool options_sent_ = false;  // the server is in option haggling: ABORT is understood
+  bool upgraded_ = false;      // STARTTLS succeeded
+  int replies_after_tls_ = 0;
 };
 
 }  // namespace

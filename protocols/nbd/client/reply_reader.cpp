@@ -69,7 +69,8 @@ awaitable<Status> Connection::read_replies() {
     }
     if (*got == 0) {
       if (!disconnecting_ && !failure_) {
-        Error closed{std::make_error_code(std::errc::connection_reset), peer_ + " closed the connection"};
+        Error closed{std::make_error_code(std::errc::connection_reset),
+                     "the connection to " + peer_ + " broke: the server closed it"};
         if (pending_.empty())
           failure_ = closed;  // nothing lost; later requests fail with this
         else
