@@ -221,8 +221,7 @@ nbdkit_tcp() {
 }
 
 # qemu_nbd_tcp NAME QEMU-NBD-ARGS...: qemu-nbd on a free port, forked once ready and
-# serving client after client (--persistent);
-# sets $port and $pidfile_of_last.
+# serving client after client (--persistent); sets $port and $pidfile_of_last.
 qemu_nbd_tcp() {
   local name=$1
   shift
