@@ -19,6 +19,8 @@ SLUICE=${SLUICE:-$BUILD_ROOT/apps/sluice/sluice}
 # nbdsh needs Debian's python3-libnbd.
 PYTHON=/usr/bin/python3
 export PATH=/usr/bin:/usr/sbin:$PATH
+# In a sanitizer build, undefined behaviour must fail the run, not print and go on.
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 log() { printf '%s: %s\n' "$test_name" "$*" >&2; }
 
