@@ -1,6 +1,7 @@
 #include "protocols/nbd/client/connection.hpp"
 
 #include <cassert>
+#include <utility>
 
 namespace sluice::nbd {
 
@@ -68,8 +69,13 @@ awaitable<void> Connection::send(Request& r, std::span<std::byte, request_header
   if (pending_.empty()) last_progress_ = clock::now();
   pending_.emplace(r.header.cookie, &r);
   Status sent = co_await stream_->send(Frame{head, body});
-  if (!sent && !failure_)
+  if (sent) {
+    // The server taking our bytes is a sign of life too: a slow link must not look
+    // like a dead server while a large write is still on its way.
+    last_progress_ = clock::now();
+  } else if (!failure_) {
     fail(Error{sent.error().code, "the connection to " + peer_ + " broke: " + sent.error().message});
+  }
 }
 
 awaitable<Status> Connection::send_and_wait(Request& r) {
@@ -136,9 +142,20 @@ void Connection::fail(Error cause) {
   // Oldest first: the copy reports the first error it sees.
   auto pending = std::move(pending_);
   pending_.clear();
-  for (auto& [cookie, r] : pending) r->done.complete(tl::unexpected(request_error(*r, cause)));
+  for (auto& [cookie, r] : pending) {
+    if (r == in_hand_)
+      in_hand_failed_ = true;
+    else
+      r->done.complete(tl::unexpected(request_error(*r, cause)));
+  }
   stop_watchdog();
   stream_->abort();
+}
+
+void Connection::settle_in_hand() {
+  Request* held = std::exchange(in_hand_, nullptr);
+  if (held != nullptr && std::exchange(in_hand_failed_, false))
+    held->done.complete(tl::unexpected(request_error(*held, *failure_)));
 }
 
 void Connection::abort() {

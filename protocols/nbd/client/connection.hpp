@@ -103,6 +103,9 @@ class Connection {
   Error server_error(const Request& request, Errno error, const std::string& message) const;
   // Removes the request from the table and completes it.
   void complete(std::uint64_t cookie, Status status);
+  // After the reader has finished with the request in hand: completes it if a failure
+  // came meanwhile (fail() leaves it to the reader, see in_hand_).
+  void settle_in_hand();
   // The connection is unusable: every pending request fails with `cause`.
   void fail(Error cause);
   void stop_watchdog();
@@ -132,6 +135,12 @@ class Connection {
   // Ordered by cookie, so a failure reports the oldest request first.
   std::map<std::uint64_t, Request*> pending_;
   std::optional<Error> failure_;
+  // The request whose reply the reader is handling across a co_await (reading data
+  // into its span, a chunk's payload for it). A failure must not complete it there and
+  // then: its issuer would free the span while the read into it is still in progress.
+  // fail() marks it instead, and the reader completes it once its read has returned.
+  Request* in_hand_ = nullptr;
+  bool in_hand_failed_ = false;
   bool disconnecting_ = false;
   bool stopping_ = false;
   clock::time_point last_progress_;

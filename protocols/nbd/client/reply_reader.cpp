@@ -98,8 +98,9 @@ awaitable<Status> Connection::read_replies() {
         fail(handled.error());
       else
         lost(handled.error());
-      break;
     }
+    settle_in_hand();
+    if (!handled) break;
   }
   stop_watchdog();
   co_return Status{};
@@ -112,6 +113,7 @@ awaitable<Status> Connection::on_simple_reply(std::span<const std::byte> head) {
   if (r == nullptr)
     co_return tl::unexpected(violation("a simple reply for cookie " + hex_cookie(header->cookie) +
                                        ", which matches no request in flight"));
+  in_hand_ = r;
   if (header->error != Errno::none) {
     complete(header->cookie, tl::unexpected(server_error(*r, header->error, {})));
     co_return Status{};
@@ -137,6 +139,7 @@ awaitable<Status> Connection::on_chunk(std::span<std::byte> head) {
   if (r == nullptr)
     co_return tl::unexpected(violation("a " + to_string(header->type) + " chunk for cookie " +
                                        hex_cookie(header->cookie) + ", which matches no request in flight"));
+  in_hand_ = r;
   switch (r->header.command) {
     case Command::read: co_return co_await on_read_chunk(*r, *header);
     case Command::block_status: co_return co_await on_block_status_chunk(*r, *header);
