@@ -32,21 +32,14 @@ using namespace sluice;
 using namespace sluice::nbd;
 using test::FakeServer;
 using test::FakeServerOptions;
+using test::filled;
+using test::simple_reply;
 
 namespace {
 
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
-// Runs a test body (which checks as it goes) to completion on a fresh event loop.
-void run(awaitable<void> body) {
-  asio::io_context context(1);
-  std::exception_ptr failure;
-  asio::co_spawn(context, std::move(body), [&](std::exception_ptr e) { failure = e; });
-  context.run();
-  if (failure) std::rethrow_exception(failure);
-}
 
-std::vector<std::byte> filled(std::size_t n, unsigned char value) { return std::vector<std::byte>(n, std::byte{value}); }
 
 std::vector<std::byte> concat(std::initializer_list<std::span<const std::byte>> parts) {
   std::vector<std::byte> out;
@@ -59,11 +52,6 @@ std::vector<std::byte> data_chunk(std::uint64_t cookie, std::uint16_t flags, std
   std::array<std::byte, offset_data_header_size> head{};
   encode_offset_data_header(cookie, flags, offset, static_cast<std::uint32_t>(data.size()), head);
   return concat({head, data});
-}
-
-std::vector<std::byte> simple_reply(std::uint64_t cookie, Errno error = Errno::none) {
-  auto head = encode_simple_reply_header({error, cookie});
-  return {head.begin(), head.end()};
 }
 
 std::vector<std::byte> none_chunk(std::uint64_t cookie) {
@@ -273,15 +261,15 @@ awaitable<Status> one_read(Script script, FakeServerOptions options, bool struct
 }  // namespace
 
 TEST_CASE("NBD client: replies in any order, a READ reassembled from hole and data chunks") {
-  run(reordered_reads());
+  test::run(reordered_reads());
 }
 
 TEST_CASE("NBD client: a reply with a bad magic fails every request in flight, and later ones") {
-  run(broken_by(&bad_magic, "magic is 0xdeadbeef"));
+  test::run(broken_by(&bad_magic, "magic is 0xdeadbeef"));
 }
 
 TEST_CASE("NBD client: a reply for an unknown cookie fails every request in flight") {
-  run(broken_by(&unknown_cookie, "matches no request in flight"));
+  test::run(broken_by(&unknown_cookie, "matches no request in flight"));
 }
 
 TEST_CASE("NBD client: malformed structured replies") {
@@ -356,11 +344,11 @@ awaitable<void> read_error() {
 }  // namespace
 
 TEST_CASE("NBD client: a READ that DONE leaves partly uncovered fails alone; the connection goes on") {
-  run(uncovered_read());
+  test::run(uncovered_read());
 }
 
 TEST_CASE("NBD client: an ERROR_OFFSET chunk fails the READ with the server's words; the connection goes on") {
-  run(read_error());
+  test::run(read_error());
 }
 
 namespace {
@@ -442,7 +430,7 @@ awaitable<void> writes() {
 }  // namespace
 
 TEST_CASE("NBD client: WRITE header and payload arrive intact, with and without headroom; the buffer is freed once sent") {
-  run(writes());
+  test::run(writes());
 }
 
 namespace {
@@ -542,17 +530,17 @@ awaitable<void> advertised_sizes(BlockSizes sizes, bool valid) {
 }  // namespace
 
 TEST_CASE("NBD client: abort() fails the request in flight as a cancellation; disconnect() waits for the reader") {
-  run(aborted(false));
+  test::run(aborted(false));
 }
 
 TEST_CASE("NBD client: a server that stops answering fails the request after the timeout") {
-  run(aborted(true));
+  test::run(aborted(true));
 }
 
 TEST_CASE("NBD client handshake: EXPORT_NAME where GO is not understood; block sizes obeyed or refused") {
-  run(export_name_fallback());
-  run(advertised_sizes(BlockSizes{65536, 65536, 1u << 20}, true));
-  run(advertised_sizes(BlockSizes{3, 4096, 1u << 20}, false));
+  test::run(export_name_fallback());
+  test::run(advertised_sizes(BlockSizes{65536, 65536, 1u << 20}, true));
+  test::run(advertised_sizes(BlockSizes{3, 4096, 1u << 20}, false));
 }
 
 TEST_CASE("NBD URIs: schemes, export names, sockets and TLS parameters") {

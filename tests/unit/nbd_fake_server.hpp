@@ -9,6 +9,7 @@
 
 #include <array>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,15 @@ inline std::pair<Socket, Socket> socket_pair(executor ex) {
   a.assign(asio::generic::stream_protocol(AF_UNIX, SOCK_STREAM), fds[0]);
   b.assign(asio::generic::stream_protocol(AF_UNIX, SOCK_STREAM), fds[1]);
   return {std::move(a), std::move(b)};
+}
+
+inline std::vector<std::byte> filled(std::size_t n, unsigned char value) {
+  return std::vector<std::byte>(n, std::byte{value});
+}
+
+inline std::vector<std::byte> simple_reply(std::uint64_t cookie, nbd::Errno error = nbd::Errno::none) {
+  auto head = nbd::encode_simple_reply_header({error, cookie});
+  return {head.begin(), head.end()};
 }
 
 class FakeServer {
