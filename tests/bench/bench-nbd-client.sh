@@ -268,7 +268,7 @@ for line in open(path):
 print(f"Measured {day} with `{command}` ({runs} run(s) per tool and row, interleaved; median shown).")
 print(f"Machine: {machine}. Tools: {versions}.")
 if quick == "true":
-    print("**Quick mode: small sizes, one run, on a machine shared with other work. Indicative only.**")
+    print("**Quick mode: small sizes and few runs, on a machine shared with other work. Indicative only.**")
 print()
 print("| row | tool | median s | MiB/s | vs nbdcopy | CPU s/GiB | runs |")
 print("|---|---|---:|---:|---:|---:|---:|")
