@@ -6,6 +6,7 @@
 #  - noextents: a map that says "all data"; the copy is still correct.
 #  - nozero: no WRITE_ZEROES; zeros become explicit WRITEs (never TRIM).
 #  - --no-sr: simple replies only, no map; both directions work.
+#  - old handshakes: oldstyle (-o) and newstyle without the fixed extension.
 . "$(dirname "$0")/nbd-functions.sh"
 requires nbdkit nbdcopy
 requires_nbdkit_plugin memory
@@ -88,4 +89,20 @@ expect_copy "$scratch/sparse.img" "$uri"
 expect_copy "$uri" "$scratch/back.img"
 same_content "$scratch/sparse.img" "$scratch/back.img"
 assert_eq "bytes read without structured replies" "$(stat_field bytes_read)" $((256 << 20))
+log "old handshakes: newstyle without the fixed extension (EXPORT_NAME only)"
+nbdkit_unix plainnew --mask-handshake=0 --filter=log memory 256M logfile="$scratch/plainnew.log"
+expect_copy "$scratch/sparse.img" "$uri"
+expect_copy "$uri" "$scratch/back.img"
+same_content "$scratch/sparse.img" "$scratch/back.img"
+grep -q 'Flush' "$scratch/plainnew.log" || fail "no FLUSH at the end"
+
+log "old handshakes: oldstyle (the server describes its one export at once)"
+# nbdkit 1.32 advertises FLUSH and WRITE_ZEROES on oldstyle connections, then refuses
+# both with EINVAL (libnbd's nbdsh gets the same): this copy sends neither (the fresh
+# export reads as zeros, so --prezeroed is true).
+nbdkit_unix oldstyle -o memory 256M
+expect_copy --no-flush --prezeroed "$scratch/sparse.img" "$uri"
+expect_copy "$uri" "$scratch/back.img"
+same_content "$scratch/sparse.img" "$scratch/back.img"
+expect_failure "has no STARTTLS" copy "$scratch/sparse.img" "nbds+unix:///?socket=$scratch/oldstyle.sock"
 log "ok"

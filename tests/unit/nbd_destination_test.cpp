@@ -51,11 +51,13 @@ awaitable<Status> record_until_disc(FakeServer& server, FakeServerOptions option
   }
 }
 
-awaitable<void> destination_on_stream(bool write_zeroes) {
+awaitable<void> destination_on_stream(bool write_zeroes,
+                                      FakeServerOptions::Style style = FakeServerOptions::Style::fixed_newstyle) {
   auto ex = co_await asio::this_coro::executor;
   auto sockets = test::socket_pair(ex);
   FakeServer server(std::move(sockets.second));
   FakeServerOptions options;
+  options.style = style;
   options.structured_replies = false;
   options.size = 8 << 20;
   if (!write_zeroes) options.flags &= static_cast<std::uint16_t>(~transmission_flag::send_write_zeroes);
@@ -69,6 +71,8 @@ awaitable<void> destination_on_stream(bool write_zeroes) {
   REQUIRE(opened);
   NbdDestination& d = **opened;
   CHECK(d.traits().zero_is_cheap == write_zeroes);
+  CHECK(d.facts().size == (8 << 20));
+  CHECK(d.facts().export_name_fallback == (style != FakeServerOptions::Style::fixed_newstyle));
   Buffer data = Buffer::allocate(65536, 4096);
   std::memset(data.data().data(), 0x33, data.size());
   Status written = co_await d.write(0, std::move(data));
@@ -145,6 +149,39 @@ TEST_CASE("NBD destination on a connected stream: WRITE, WRITE_ZEROES with NO_HO
 
 TEST_CASE("NBD destination without WRITE_ZEROES: zeros become explicit zero WRITEs, never TRIM") {
   test::run(destination_on_stream(false));
+}
+
+TEST_CASE("NBD destination on old servers: newstyle without the fixed flag, and oldstyle") {
+  test::run(destination_on_stream(true, FakeServerOptions::Style::newstyle));
+  test::run(destination_on_stream(false, FakeServerOptions::Style::oldstyle));
+}
+
+namespace {
+
+awaitable<void> oldstyle_refused_with_tls() {
+  auto ex = co_await asio::this_coro::executor;
+  auto sockets = test::socket_pair(ex);
+  FakeServer server(std::move(sockets.second));
+  FakeServerOptions options;
+  options.style = FakeServerOptions::Style::oldstyle;
+  TaskGroup serving(ex);
+  Seen seen;
+  serving.spawn(record_until_disc(server, options, seen));
+  ClientOptions client;
+  client.tls = true;  // nbds:// on a plain stream: STARTTLS or nothing
+  auto stream = std::make_unique<SocketStream>(std::move(sockets.first));
+  auto opened = co_await NbdDestination::open_on(std::move(stream), "test stream", 4 << 20, client);
+  co_await serving.join();
+  REQUIRE_FALSE(opened);
+  CHECK(contains(opened.error().message, "oldstyle"));
+  CHECK(contains(opened.error().message, "no STARTTLS"));
+  CHECK(seen.requests.empty());
+}
+
+}  // namespace
+
+TEST_CASE("NBD destination: an oldstyle server is refused when TLS is required") {
+  test::run(oldstyle_refused_with_tls());
 }
 
 TEST_CASE("NBD destination: a read-only or too small export is refused before any data moves") {

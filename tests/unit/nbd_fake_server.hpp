@@ -15,12 +15,17 @@
 
 #include "engine/asio.hpp"
 #include "engine/net/socket_stream.hpp"
+#include "protocols/nbd/big_endian.hpp"
 #include "protocols/nbd/handshake_messages.hpp"
 #include "protocols/nbd/transmission_messages.hpp"
 
 namespace sluice::test {
 
 struct FakeServerOptions {
+  // fixed newstyle (options), newstyle without the fixed flag (EXPORT_NAME only, any
+  // other option is refused by hanging up), or oldstyle (no options at all).
+  enum class Style { fixed_newstyle, newstyle, oldstyle };
+  Style style = Style::fixed_newstyle;
   bool structured_replies = true;
   bool go = true;  // false: GO is answered ERR_UNSUP, so the client must use EXPORT_NAME
   std::uint64_t size = 1 << 20;
@@ -57,10 +62,25 @@ class FakeServer {
   // SET_META_CONTEXT base:allocation and GO as `options` says.
   awaitable<Status> handshake(FakeServerOptions options) {
     using namespace nbd;
-    auto greeting = encode_greeting(handshake_flag::fixed_newstyle | handshake_flag::no_zeroes);
+    using Style = FakeServerOptions::Style;
+    if (options.style == Style::oldstyle) {
+      std::vector<std::byte> hello;
+      append_u64(hello, nbd_magic);
+      append_u64(hello, oldstyle_magic);
+      append_u64(hello, options.size);
+      append_u32(hello, options.flags);
+      hello.resize(oldstyle_prefix_size + oldstyle_body_size);
+      co_return co_await stream_.send(Frame{{}, hello});
+    }
+    const std::uint16_t offered = options.style == Style::fixed_newstyle
+                                      ? handshake_flag::fixed_newstyle | handshake_flag::no_zeroes
+                                      : handshake_flag::no_zeroes;
+    auto greeting = encode_greeting(offered);
     if (Status s = co_await stream_.send(Frame{{}, greeting}); !s) co_return s;
     std::array<std::byte, client_flags_size> flags{};
     if (Status s = co_await stream_.read_exactly(flags); !s) co_return s;
+    auto client_flags = decode_client_flags(flags, offered);
+    if (!client_flags) co_return tl::unexpected(client_flags.error());
     for (;;) {
       std::array<std::byte, option_header_size> head{};
       if (Status s = co_await stream_.read_exactly(head); !s) co_return s;
@@ -70,6 +90,9 @@ class FakeServer {
       if (!data.empty()) {
         if (Status s = co_await stream_.read_exactly(data); !s) co_return s;
       }
+      if (options.style == Style::newstyle && header->option != Option::export_name)
+        co_return fail(std::errc::protocol_error,
+                       "the client sent " + to_string(header->option) + " to a server without fixed newstyle");
       std::vector<std::byte> reply;
       switch (header->option) {
         case Option::structured_reply:
@@ -100,7 +123,8 @@ class FakeServer {
           }
           co_return co_await stream_.send(Frame{{}, reply});
         case Option::export_name:
-          reply = encode_export_name_reply(ExportInfo{options.size, options.flags}, true);
+          reply = encode_export_name_reply(ExportInfo{options.size, options.flags},
+                                           (*client_flags & client_flag::no_zeroes) != 0);
           co_return co_await stream_.send(Frame{{}, reply});
         default: reply = encode_error_reply(header->option, OptionReplyType::err_unsup); break;
       }

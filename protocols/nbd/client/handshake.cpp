@@ -35,13 +35,26 @@ class ClientHandshake {
 
   awaitable<Result<Negotiated>> run() {
     Status status = co_await greet();
-    if (status && options_.tls && !stream_->is_tls()) status = co_await start_tls();
-    if (status) {
+    if (status && style_ != Style::fixed_newstyle) {
+      // An old server: no options at all (oldstyle) or none beyond EXPORT_NAME
+      // (newstyle without the fixed flag, which drops the connection on anything else).
+      if (options_.tls && !stream_->is_tls())
+        status = fail(std::errc::not_supported,
+                      "the NBD server at " + peer_ + " speaks " +
+                          (style_ == Style::oldstyle ? "oldstyle" : "newstyle without the fixed extension") +
+                          " negotiation, which has no STARTTLS; TLS is required by the URI");
+      else if (style_ == Style::newstyle)
+        status = co_await export_name();
       facts_.tls = stream_->is_tls();
-      if (options_.structured_replies) status = co_await ask_structured_replies();
+    } else {
+      if (status && options_.tls && !stream_->is_tls()) status = co_await start_tls();
+      if (status) {
+        facts_.tls = stream_->is_tls();
+        if (options_.structured_replies) status = co_await ask_structured_replies();
+      }
+      if (status && facts_.structured_replies && options_.allocation_map) status = co_await ask_allocation_map();
+      if (status) status = co_await go();
     }
-    if (status && facts_.structured_replies && options_.allocation_map) status = co_await ask_allocation_map();
-    if (status) status = co_await go();
     if (!status) {
       Error error = std::move(status.error());
       // With TLS 1.3 a server judges our certificate after the handshake has completed
@@ -57,21 +70,39 @@ class ClientHandshake {
   }
 
  private:
+  // Reads the greeting and answers it. Old servers are still served: oldstyle (what
+  // xen-api's own NBD client also accepts: the export is described at once) and
+  // newstyle without the fixed extension (EXPORT_NAME only).
   awaitable<Status> greet() {
     std::array<std::byte, greeting_size> greeting{};
-    if (Status s = co_await stream_->read_exactly(greeting); !s)
-      co_return fail(s.error().code, "no NBD greeting from " + peer_ + ": " + s.error().message);
+    auto first = std::span(greeting).first<oldstyle_prefix_size>();
+    auto no_greeting = [&](const Error& e) {
+      return fail(e.code, "no NBD greeting from " + peer_ + ": " + e.message);
+    };
+    if (Status s = co_await stream_->read_exactly(first); !s) co_return no_greeting(s.error());
+    if (is_oldstyle_greeting(first)) {
+      style_ = Style::oldstyle;
+      std::array<std::byte, oldstyle_body_size> body{};
+      if (Status s = co_await stream_->read_exactly(body); !s) co_return no_greeting(s.error());
+      auto info = decode_oldstyle_body(body);
+      if (!info) co_return tl::unexpected(info.error());
+      facts_.size = info->size;
+      facts_.flags = info->transmission_flags;
+      facts_.export_name_fallback = true;
+      co_return Status{};
+    }
+    if (Status s = co_await stream_->read_exactly(std::span(greeting).subspan(oldstyle_prefix_size)); !s)
+      co_return no_greeting(s.error());
     auto flags = decode_greeting(greeting);
     if (!flags) co_return tl::unexpected(flags.error());
-    if (!(*flags & handshake_flag::fixed_newstyle))
-      co_return fail(std::errc::not_supported,
-                     "the NBD server at " + peer_ +
-                         " does not offer fixed newstyle negotiation, which Sluice needs");
+    style_ = (*flags & handshake_flag::fixed_newstyle) ? Style::fixed_newstyle : Style::newstyle;
     no_zeroes_ = (*flags & handshake_flag::no_zeroes) != 0;
-    std::uint32_t client_flags = client_flag::fixed_newstyle | (no_zeroes_ ? client_flag::no_zeroes : 0);
+    // Only flags the server offered: anything else makes it hang up.
+    std::uint32_t client_flags = (style_ == Style::fixed_newstyle ? client_flag::fixed_newstyle : 0) |
+                                 (no_zeroes_ ? client_flag::no_zeroes : 0);
     auto bytes = encode_client_flags(client_flags);
     Status sent = co_await stream_->send(Frame{{}, bytes});
-    options_sent_ = sent.has_value();
+    options_sent_ = sent.has_value() && style_ == Style::fixed_newstyle;
     co_return sent;
   }
 
@@ -230,7 +261,8 @@ class ClientHandshake {
     }
   }
 
-  // The old way in: no error replies, no block sizes. A server that does not have the
+  // The old way in (GO not understood, or a newstyle server without the fixed
+  // extension): no error replies, no block sizes. A server that does not have the
   // export can only hang up.
   awaitable<Status> export_name() {
     facts_.export_name_fallback = true;
@@ -242,8 +274,8 @@ class ClientHandshake {
     if (Status s = co_await stream_->read_exactly(reply); !s)
       co_return fail(std::errc::no_such_file_or_directory,
                      "NBD server at " + peer_ + " hung up after EXPORT_NAME '" + options_.export_name +
-                         "' (it does not understand GO, so it cannot say why; most likely there is no such "
-                         "export): " + s.error().message);
+                         "' (without GO it cannot say why; most likely there is no such export): " +
+                         s.error().message);
     auto info = decode_export_name_reply(reply);
     if (!info) co_return tl::unexpected(info.error());
     facts_.size = info->size;
@@ -255,6 +287,8 @@ class ClientHandshake {
   const ClientOptions& options_;
   std::string peer_;
   NegotiatedExport facts_;
+  enum class Style { oldstyle, newstyle, fixed_newstyle };
+  Style style_ = Style::fixed_newstyle;
   bool no_zeroes_ = false;
   bool options_sent_ = false;  // the server is in option haggling: ABORT is understood
   bool upgraded_ = false;      // STARTTLS succeeded

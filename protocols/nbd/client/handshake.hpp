@@ -4,6 +4,9 @@
 //   SET_META_CONTEXT base:allocation (when the map is wanted) -> GO asking for block
 //   sizes, name and description -> EXPORT_NAME only where GO is not understood.
 //
+// Old servers are served too: oldstyle (no options at all) and newstyle without the
+// fixed extension (EXPORT_NAME only); neither can do TLS.
+//
 // Every refusal becomes an Error a person can act on ("server refused GO for export
 // 'x': unknown export (NBD_REP_ERR_UNKNOWN)"), with a hint where the fix is on our side
 // (TLS required: use nbds://). Optional features the server declines (structured
