@@ -48,6 +48,12 @@ class Destination {
   // Ends the transfer cleanly (stream terminator, NBD disconnect, close).
   virtual awaitable<Status> finish() = 0;
 
+  // Releases what is still held, after finish() or after a failure, and waits for
+  // anything the destination still runs (an NBD reply reader) to end: always awaited
+  // before the destination is destroyed. Nothing is sent that could complete a
+  // transfer that failed.
+  virtual awaitable<Status> close() { co_return Status{}; }
+
   // Makes operations in progress fail promptly (a sibling stage failed).
   virtual void abort() {}
 

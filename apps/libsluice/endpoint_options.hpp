@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "engine/net/stream.hpp"
@@ -19,6 +20,10 @@ struct EndpointOptions {
   StreamOptions stream;  // TCP_NODELAY and batching
   unsigned connections = 1;         // NBD multi-conn, when the server allows it
   std::chrono::seconds timeout{0};  // a peer that stops answering (0: no limit)
+
+  // Notes for the user that are not errors ("the server does not allow multi-conn; one
+  // connection"). The library never prints; unset, notes are dropped.
+  std::function<void(const std::string&)> notice;
 };
 
 }  // namespace sluice

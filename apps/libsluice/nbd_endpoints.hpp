@@ -1,5 +1,5 @@
 // NBD sources and destinations: nbd://, nbds://, nbd+unix://, nbds+unix://, and
-// tcp:// / unix:// with --protocol nbd.
+// tcp:// / unix:// (plain) and tls:// (STARTTLS required) with --protocol nbd.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +21,9 @@ awaitable<Result<std::unique_ptr<Source>>> open_nbd_source(const Uri& uri, const
 awaitable<Result<std::unique_ptr<Destination>>> open_nbd_destination(const Uri& uri, std::uint64_t size,
                                                                      const EndpointOptions& options);
 
-// NBD on a connection that is already open and past any preamble: the xen-api import
-// handshake answered `Transfer-Encoding: nbd`, so the NBD handshake (EXPORT_NAME
-// `export_name`) follows on the same stream.
+// The NBD handshake on a stream that is already connected (the xen-api import answers
+// "Transfer-Encoding: nbd" and the same socket then speaks NBD), then an NBD
+// destination on it. A TLS stream counts as TLS: no STARTTLS is sent on it.
 awaitable<Result<std::unique_ptr<Destination>>> open_nbd_destination_on_stream(std::unique_ptr<Stream> stream,
                                                                                std::string export_name,
                                                                                std::uint64_t size,

@@ -51,8 +51,12 @@ awaitable<Result<TransferStats>> Transfer::run() {
     if (user_callback) user_callback(update);
   };
   auto stats = co_await copy(**source, **destination, std::move(options));
+  // Both ends are closed whatever happened: they may still run coroutines (NBD reply
+  // readers) that must end before the objects go.
+  Status destination_closed = co_await (*destination)->close();
   Status closed = co_await (*source)->close();
   if (!stats) co_return tl::unexpected(stats.error());
+  if (!destination_closed) co_return tl::unexpected(destination_closed.error());
   if (!closed) co_return tl::unexpected(closed.error());
   co_return stats;
 }

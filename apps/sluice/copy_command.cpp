@@ -19,8 +19,10 @@ void copy_usage() {
   std::fputs(
       "usage: sluice copy [options] SOURCE DESTINATION\n"
       "\n"
-      "SOURCE and DESTINATION: a path or file:///path (regular file or block device);\n"
-      "DESTINATION may also be null: (read the source, keep nothing).\n"
+      "SOURCE and DESTINATION: a path or file:///path (regular file or block device), or an\n"
+      "NBD export: nbd://H[:P]/EXPORT, nbds://... (TLS required), nbd+unix:///EXPORT?socket=PATH,\n"
+      "nbds+unix://..., with ?tls-certificates=DIR, tls-psk-file=FILE, tls-hostname=NAME,\n"
+      "tls-verify-peer=false. DESTINATION may also be null: (read the source, keep nothing).\n"
       "\n"
       "  --depth N             requests in flight (default 8)\n"
       "  --request-size SIZE   bytes per request, e.g. 256k, 2M (default 2M)\n"
@@ -28,7 +30,7 @@ void copy_usage() {
       "                        (default 4k)\n"
       "  --prezeroed, --destination-is-zero\n"
       "                        the destination already reads as zeros: skip zero ranges\n"
-      "  --allocated           zeroed ranges stay allocated (no holes)\n"
+      "  --allocated           zeroed ranges stay allocated (no holes; NBD: NO_HOLE)\n"
       "  --direct              O_DIRECT for local files (bypass the page cache)\n"
       "  --no-flush            do not flush the destination at the end\n"
       "  --progress[=bar|json|xapi]\n"
@@ -37,9 +39,9 @@ void copy_usage() {
       "  --stats               print a JSON summary at the end (stdout; stderr with\n"
       "                        --progress=xapi)\n"
       "\n"
-      "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q,\n"
-      "nbd://H[:P]/EXPORT, nbds://..., nbd+unix:///EXPORT?socket=PATH, nbds+unix://...\n"
-      "  --protocol chunked|raw|nbd   framing on tcp://, tls://, unix:// (default chunked)\n"
+      "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n"
+      "  --protocol chunked|raw|nbd   framing on tcp://, tls://, unix:// (default chunked);\n"
+      "                        with nbd they also work as sources (tls://: STARTTLS required)\n"
       "  --tls-ca FILE         trust these CAs (default: the system's)\n"
       "  --tls-cert FILE, --tls-key FILE   a client certificate\n"
       "  --tls-no-verify       do not verify the server's certificate or name\n"
@@ -48,7 +50,8 @@ void copy_usage() {
       "  --tls-ciphers LIST, --tls-ciphersuites LIST, --tls12\n"
       "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
       "  --connections N       NBD connections when the server allows multi-conn\n"
-      "  --timeout SECONDS     fail when the peer stops answering\n"
+      "  --timeout SECONDS     fail when the peer stops answering for this long with\n"
+      "                        requests pending (also bounds the NBD handshake)\n"
       "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
       "2 on a usage error.\n",
@@ -210,6 +213,7 @@ CopyRequest parse(int argc, char** argv) {
 
 int copy_command(int argc, char** argv) {
   CopyRequest request = parse(argc, argv);
+  request.endpoints.notice = [](const std::string& note) { std::fprintf(stderr, "sluice: note: %s\n", note.c_str()); };
 
   asio::io_context context(1);
   ProgressReporter reporter(request.progress.value_or(ProgressStyle::none));

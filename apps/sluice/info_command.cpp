@@ -22,16 +22,11 @@ struct ImageInfo {
   std::vector<Extent> extents;
 };
 
-awaitable<Result<ImageInfo>> gather(std::string uri) {
-  // A named object, not a temporary: g++ 12 mishandles the lifetime of non-trivial
-  // temporaries inside a co_await expression.
-  const EndpointOptions defaults;
-  auto source = co_await open_source(uri, defaults);
-  if (!source) co_return tl::unexpected(source.error());
-  ImageInfo info{(*source)->describe(), (*source)->format(), (*source)->size(), 0, {}};
+awaitable<Result<ImageInfo>> map_source(Source& source) {
+  ImageInfo info{source.describe(), source.format(), source.size(), 0, {}};
   std::uint64_t offset = 0;
   while (offset < info.size) {
-    auto extents = co_await (*source)->extents(offset, info.size - offset);
+    auto extents = co_await source.extents(offset, info.size - offset);
     if (!extents) co_return tl::unexpected(extents.error());
     if (extents->empty()) co_return fail_at("reading the extent map", offset, std::make_error_code(std::errc::protocol_error));
     for (Extent e : *extents) {
@@ -45,6 +40,17 @@ awaitable<Result<ImageInfo>> gather(std::string uri) {
         info.extents.push_back(e);
     }
   }
+  co_return info;
+}
+
+awaitable<Result<ImageInfo>> gather(std::string uri) {
+  // A named object, not a temporary: g++ 12 mishandles temporaries that live across a
+  // co_await (it destroyed this one twice).
+  const EndpointOptions options;
+  auto source = co_await open_source(uri, options);
+  if (!source) co_return tl::unexpected(source.error());
+  auto info = co_await map_source(**source);
+  // Closed on every path: an NBD source runs a reply reader until then.
   co_await (*source)->close();
   co_return info;
 }

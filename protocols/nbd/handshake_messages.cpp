@@ -501,6 +501,21 @@ Error option_error(Option option, OptionReplyType type, std::span<const std::byt
   return Error{refusal_code(type), std::move(text)};
 }
 
+// ---- Oldstyle ----
+
+bool is_oldstyle_greeting(std::span<const std::byte> first_16_bytes) {
+  if (first_16_bytes.size() != oldstyle_prefix_size) return false;
+  auto s = first_16_bytes.first<oldstyle_prefix_size>();
+  return load_u64(s.subspan<0, 8>()) == nbd_magic && load_u64(s.subspan<8, 8>()) == oldstyle_magic;
+}
+
+Result<ExportInfo> decode_oldstyle_body(std::span<const std::byte> bytes) {
+  if (bytes.size() != oldstyle_body_size)
+    return malformed(size_mismatch("NBD oldstyle export description", bytes.size(), "136"));
+  auto s = bytes.first<12>();
+  return ExportInfo{load_u64(s.subspan<0, 8>()), static_cast<std::uint16_t>(load_u32(s.subspan<8, 4>()) & 0xffff)};
+}
+
 // ---- EXPORT_NAME success reply ----
 
 std::vector<std::byte> encode_export_name_reply(const ExportInfo& info, bool no_zeroes) {

@@ -179,6 +179,17 @@ Result<MetaContext> decode_meta_context_reply(std::span<const std::byte> payload
 Error option_error(Option option, OptionReplyType type, std::span<const std::byte> message,
                    std::optional<std::string_view> export_name = std::nullopt);
 
+// ---- Oldstyle (the server speaks first and only) ----
+
+// After NBDMAGIC and the oldstyle magic: 64 bits size, 32 bits flags (the transmission
+// flags in the low 16), 124 zero bytes. No options, one unnamed export, no TLS.
+inline constexpr std::size_t oldstyle_prefix_size = 16;  // NBDMAGIC, oldstyle magic
+inline constexpr std::size_t oldstyle_body_size = 136;
+// True when the 16 bytes a server sent first are NBDMAGIC and the oldstyle magic.
+bool is_oldstyle_greeting(std::span<const std::byte> first_16_bytes);
+// The padding is not checked (some servers put junk there).
+Result<ExportInfo> decode_oldstyle_body(std::span<const std::byte> bytes);
+
 // ---- EXPORT_NAME success reply ----
 
 // 64 bits size, 16 bits transmission flags; then 124 zero bytes unless both sides

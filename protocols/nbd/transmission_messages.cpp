@@ -240,11 +240,14 @@ Result<BlockStatus> decode_block_status(std::span<const std::byte> payload) {
 }
 
 ExtentKind extent_kind(std::uint32_t allocation_flags) {
-  const bool hole = allocation_flags & allocation_state::hole;
-  const bool zero = allocation_flags & allocation_state::zero;
-  if (zero) return hole ? ExtentKind::hole : ExtentKind::zero;
-  // HOLE without ZERO: unallocated but "the contents ... undefined, and may not be
-  // stable" (proto.md). Only reading it copies what the source really returns.
+  // HOLE counts as empty as well as ZERO, as vhd-tool treats them. The spec's letter is
+  // narrower: HOLE means "unallocated", and only ZERO promises the bytes read as zeros,
+  // so a server could report HOLE over bytes that read as something else. The servers
+  // tested against (nbdkit's plugins, qemu-nbd) send HOLE only together with ZERO, and
+  // copying an unallocated range as a hole is what a disk-image copy means. ZERO alone
+  // is allocated zeros.
+  if (allocation_flags & allocation_state::hole) return ExtentKind::hole;
+  if (allocation_flags & allocation_state::zero) return ExtentKind::zero;
   return ExtentKind::data;
 }
 

@@ -135,9 +135,10 @@ struct BlockStatus {
 };
 Result<BlockStatus> decode_block_status(std::span<const std::byte> payload);
 
-// base:allocation flags as an extent kind. HOLE means unallocated (and, for every
-// server Sluice talks to, reads as zeros); ZERO alone means allocated zeros; anything
-// else, including unknown bits, is data.
+// base:allocation flags as an extent kind: HOLE (with or without ZERO) is a hole, ZERO
+// alone is allocated zeros, anything else, including unknown bits, is data. Treating
+// HOLE without ZERO as empty goes beyond the spec's letter (see the definition and
+// docs/protocols/nbd-client.md).
 ExtentKind extent_kind(std::uint32_t allocation_flags);
 // Descriptors as consecutive extents from `base_offset` (the request's offset).
 // Refuses a map that would run past 2^64.

@@ -90,6 +90,11 @@ def answer_http(sock, args):
     if args.answer_nbd:
         sock.sendall(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n"
                      b"Cache-Control: no-cache, no-store\r\nTransfer-encoding: nbd\r\n\r\n")
+        if args.nbd_upstream:
+            # xapi's /services/SM/nbdproxy: the same connection now carries NBD to a
+            # local NBD server's Unix socket.
+            relay_to_unix_socket(sock, args.nbd_upstream)
+            sys.exit(0)
         # The NBD handshake would follow; wait for the client to give up.
         sock.settimeout(10)
         try:
@@ -121,6 +126,31 @@ def answer_http(sock, args):
         sock.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n")
         die("method %r" % method)
     sock.sendall(XAPI_200)
+
+
+def relay_to_unix_socket(sock, path):
+    import threading
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream.connect(path)
+
+    def pump(src, dst):
+        try:
+            while True:
+                data = src.recv(1 << 20)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        try:
+            dst.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+
+    back = threading.Thread(target=pump, args=(upstream, sock))
+    back.start()
+    pump(sock, upstream)
+    back.join()
 
 
 def serve_chunked(sock, fd, args):
@@ -337,6 +367,7 @@ def main():
     s.add_argument("--record-chunks")
     s.add_argument("--answer-status")
     s.add_argument("--answer-nbd", action="store_true")
+    s.add_argument("--nbd-upstream", help="with --answer-nbd: relay the NBD session to this Unix socket")
     t = sub.add_parser("stream")
     t.add_argument("--source", required=True)
     t.add_argument("--destination", required=True)

@@ -420,3 +420,21 @@ TEST_CASE("an INFO request too large for a server to accept is not encoded") {
   REQUIRE_FALSE(r);
   CHECK(contains(r.error().message, "40000 information requests is too large"));
 }
+
+// ---- Oldstyle ----
+
+TEST_CASE("oldstyle: the greeting is recognised; size and transmission flags from the body") {
+  CHECK(is_oldstyle_greeting(wire("4e42444d41474943 0000420281861253")));
+  CHECK_FALSE(is_oldstyle_greeting(wire("4e42444d41474943 49484156454f5054")));
+  CHECK_FALSE(is_oldstyle_greeting(wire("4e42444d41474943 00004202818612")));
+
+  // 1 GiB; global flags 0x0001 in the high half are not transmission flags.
+  auto body = wire("0000000040000000 0001 0d6d");
+  body.resize(oldstyle_body_size);
+  auto info = decode_oldstyle_body(body);
+  REQUIRE(info);
+  CHECK(*info == ExportInfo{1ull << 30, 0x0d6d});
+  auto short_body = decode_oldstyle_body(head(body, 135));
+  REQUIRE_FALSE(short_body);
+  CHECK(contains(short_body.error().message, "136"));
+}

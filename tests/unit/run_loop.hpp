@@ -29,4 +29,13 @@ T run(awaitable<T> task) {
   return run(context, std::move(task));
 }
 
+// A test body that checks as it goes.
+inline void run(awaitable<void> body) {
+  asio::io_context context(1);
+  std::exception_ptr failure;
+  asio::co_spawn(context, std::move(body), [&](std::exception_ptr e) { failure = e; });
+  context.run();
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace sluice::test

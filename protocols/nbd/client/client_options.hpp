@@ -1,0 +1,40 @@
+// What an NBD client asks of a server, beyond where it is (Target).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "engine/net/stream.hpp"
+#include "engine/net/tls_context.hpp"
+
+namespace sluice::nbd {
+
+// Where the client tells its user something worth knowing that is not an error ("the
+// server does not allow multi-conn; one connection"). The protocol code never prints:
+// the application decides where notes go.
+using NoticeCallback = std::function<void(const std::string&)>;
+
+struct ClientOptions {
+  std::string export_name;
+  // STARTTLS first, and refuse a server without it. Needs `tls_context` (client role).
+  bool tls = false;
+  std::shared_ptr<TlsContext> tls_context;
+  std::string tls_hostname;  // verified against the certificate; empty: chain only
+  StreamOptions stream;
+
+  // Ask for structured replies (off: behave like a client that predates them).
+  bool structured_replies = true;
+  // Ask for base:allocation (sources want the map; destinations do not).
+  bool allocation_map = false;
+
+  // Connections to open when the server allows multi-conn.
+  unsigned connections = 1;
+  // A server with requests pending that sends nothing for this long fails the
+  // connection; also bounds the handshake. Zero: no limit.
+  std::chrono::seconds timeout{0};
+  NoticeCallback notice;
+};
+
+}  // namespace sluice::nbd

@@ -1,0 +1,215 @@
+#include "protocols/nbd/client/connection.hpp"
+
+#include <cassert>
+#include <utility>
+
+namespace sluice::nbd {
+
+Connection::Request::Request(executor ex, Command command, std::uint64_t offset, std::uint32_t length,
+                             std::uint16_t flags)
+    : header{flags, command, 0, offset, length}, done(ex) {}
+
+Connection::Connection(executor ex, std::unique_ptr<Stream> stream, NegotiatedExport facts,
+                       std::chrono::seconds timeout)
+    : ex_(ex),
+      stream_(std::move(stream)),
+      facts_(std::move(facts)),
+      peer_(stream_->peer()),
+      timeout_(timeout),
+      watchdog_(ex),
+      tasks_(ex) {}
+
+Connection::~Connection() {
+  // The reader and the watchdog refer to this object: disconnect() must have waited
+  // for them. Destroying a running connection would leave them touching freed memory.
+  assert(tasks_.running() == 0 && "NBD connection destroyed without disconnect()");
+}
+
+void Connection::start() {
+  last_progress_ = clock::now();
+  tasks_.spawn(read_replies());
+  if (timeout_.count() > 0) tasks_.spawn(watch());
+}
+
+std::string Connection::describe(const Request& r) const {
+  const RequestHeader& h = r.header;
+  std::string text = "NBD " + to_string(h.command);
+  switch (h.command) {
+    case Command::flush:
+    case Command::disc: break;
+    default:
+      text += " of " + std::to_string(h.length) + " bytes at offset " + std::to_string(h.offset);
+      break;
+  }
+  return text;
+}
+
+Error Connection::request_error(const Request& r, const Error& cause) const {
+  return Error{cause.code, describe(r) + " failed: " + cause.message};
+}
+
+Error Connection::server_error(const Request& r, Errno error, const std::string& message) const {
+  const std::error_code code = to_error_code(error);
+  std::string text = describe(r) + " failed: the server (" + peer_ + ") answered " + to_string(error) + " (" +
+                     code.message() + ")";
+  if (!message.empty()) text += ": " + message;
+  return Error{code, std::move(text)};
+}
+
+awaitable<void> Connection::send(Request& r, std::span<std::byte, request_header_size> head,
+                                 std::span<const std::byte> body) {
+  if (failure_) {
+    // Nothing is sent on a broken connection; the request fails with the reason.
+    r.done.complete(tl::unexpected(request_error(r, *failure_)));
+    co_return;
+  }
+  r.header.cookie = next_cookie_++;
+  encode_request_header(r.header, head);
+  // Silence while nothing was pending is not the server's fault.
+  if (pending_.empty()) last_progress_ = clock::now();
+  pending_.emplace(r.header.cookie, &r);
+  Status sent = co_await stream_->send(Frame{head, body});
+  if (sent) {
+    // The server taking our bytes is a sign of life too: a slow link must not look
+    // like a dead server while a large write is still on its way.
+    last_progress_ = clock::now();
+  } else if (!failure_) {
+    fail(Error{sent.error().code, "the connection to " + peer_ + " broke: " + sent.error().message});
+  }
+}
+
+awaitable<Status> Connection::send_and_wait(Request& r) {
+  std::array<std::byte, request_header_size> head{};
+  co_await send(r, head, {});
+  co_return co_await r.done.wait();
+}
+
+awaitable<Status> Connection::read(std::uint64_t offset, std::span<std::byte> into) {
+  Request r(ex_, Command::read, offset, static_cast<std::uint32_t>(into.size()));
+  r.into = into;
+  if (facts_.structured_replies) r.assembler.emplace(offset, r.header.length);
+  co_return co_await send_and_wait(r);
+}
+
+awaitable<Status> Connection::write(std::uint64_t offset, Buffer data, std::uint16_t flags) {
+  Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
+  std::array<std::byte, request_header_size> loose{};
+  std::span<std::byte, request_header_size> head(loose);
+  // The header goes right in front of the payload when there is room, so both leave as
+  // one span (one iovec, one TLS record); otherwise the stream joins them.
+  if (data.headroom() >= request_header_size)
+    head = std::span<std::byte, request_header_size>(data.prefix(request_header_size).data(), request_header_size);
+  co_await send(r, head, data.data());
+  // The bytes are in the kernel now: the buffer can go back to its pool while the
+  // server writes. Its header space is not needed either (replies carry only a cookie).
+  data = Buffer{};
+  co_return co_await r.done.wait();
+}
+
+awaitable<Status> Connection::write(std::uint64_t offset, std::span<const std::byte> data, std::uint16_t flags) {
+  Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
+  std::array<std::byte, request_header_size> head{};
+  co_await send(r, head, data);
+  co_return co_await r.done.wait();
+}
+
+awaitable<Status> Connection::write_zeroes(std::uint64_t offset, std::uint32_t length, std::uint16_t flags) {
+  Request r(ex_, Command::write_zeroes, offset, length, flags);
+  co_return co_await send_and_wait(r);
+}
+
+awaitable<Result<std::vector<Extent>>> Connection::block_status(std::uint64_t offset, std::uint32_t length) {
+  Request r(ex_, Command::block_status, offset, length);
+  if (Status s = co_await send_and_wait(r); !s) co_return tl::unexpected(s.error());
+  co_return std::move(r.extents);
+}
+
+awaitable<Status> Connection::flush() {
+  Request r(ex_, Command::flush, 0, 0);
+  co_return co_await send_and_wait(r);
+}
+
+void Connection::complete(std::uint64_t cookie, Status status) {
+  auto it = pending_.find(cookie);
+  if (it == pending_.end()) return;
+  Request* r = it->second;
+  pending_.erase(it);
+  r->done.complete(std::move(status));
+}
+
+void Connection::fail(Error cause) {
+  if (!failure_) failure_ = cause;
+  // Oldest first: the copy reports the first error it sees.
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [cookie, r] : pending) {
+    if (r == in_hand_)
+      in_hand_failed_ = true;
+    else
+      r->done.complete(tl::unexpected(request_error(*r, cause)));
+  }
+  stop_watchdog();
+  stream_->abort();
+}
+
+void Connection::settle_in_hand() {
+  Request* held = std::exchange(in_hand_, nullptr);
+  if (held != nullptr && std::exchange(in_hand_failed_, false))
+    held->done.complete(tl::unexpected(request_error(*held, *failure_)));
+}
+
+void Connection::abort() {
+  if (failure_ || disconnecting_) {
+    stream_->abort();
+    return;
+  }
+  fail(Error{std::make_error_code(std::errc::operation_canceled),
+             "the connection to " + peer_ + " was stopped (another part of the transfer failed)"});
+}
+
+void Connection::stop_watchdog() {
+  stopping_ = true;
+  watchdog_.cancel();
+}
+
+awaitable<void> Connection::disconnect() {
+  if (!failure_ && !disconnecting_) {
+    disconnecting_ = true;
+    if (!pending_.empty()) {
+      fail(Error{std::make_error_code(std::errc::operation_canceled),
+                 "the connection to " + peer_ + " was closed with the request in flight"});
+    } else {
+      // DISC has no reply; the server finishes what it has and hangs up. Nothing is in
+      // flight, so a failure here loses nothing.
+      auto disc = encode_request_header(RequestHeader{0, Command::disc, next_cookie_++, 0, 0});
+      co_await stream_->send(Frame{{}, disc});
+      co_await stream_->close();
+    }
+  } else {
+    disconnecting_ = true;
+    stream_->abort();
+  }
+  stop_watchdog();
+  co_await tasks_.join();
+}
+
+awaitable<Status> Connection::watch() {
+  while (!stopping_) {
+    auto wait = std::chrono::duration_cast<clock::duration>(timeout_);
+    if (!pending_.empty()) {
+      const auto idle = clock::now() - last_progress_;
+      if (idle >= timeout_) {
+        fail(Error{std::make_error_code(std::errc::timed_out),
+                   "no reply from " + peer_ + " for " + std::to_string(timeout_.count()) +
+                       " seconds (--timeout); the server stopped answering"});
+        break;
+      }
+      wait -= idle;
+    }
+    watchdog_.expires_after(wait);
+    co_await watchdog_.async_wait(use_nothrow);
+  }
+  co_return Status{};
+}
+
+}  // namespace sluice::nbd

@@ -1,0 +1,111 @@
+#include "protocols/nbd/client/nbd_destination.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "engine/credits.hpp"
+#include "engine/task_group.hpp"
+
+namespace sluice::nbd {
+
+ExportClient::Check NbdDestination::accepts(std::uint64_t size) {
+  return [size](const NegotiatedExport& facts) -> Status {
+    if (facts.read_only())
+      return fail(std::errc::read_only_file_system,
+                  "the export '" + facts.name + "' is read-only; nothing was written");
+    if (facts.size < size)
+      return fail(std::errc::no_space_on_device,
+                  "the export '" + facts.name + "' holds " + std::to_string(facts.size) +
+                      " bytes, fewer than the source's " + std::to_string(size) + "; nothing was written");
+    return Status{};
+  };
+}
+
+awaitable<Result<std::unique_ptr<NbdDestination>>> NbdDestination::open(const Target& target, std::uint64_t size,
+                                                                         ClientOptions options) {
+  options.allocation_map = false;
+  ExportClient::Check check = accepts(size);
+  auto client = co_await ExportClient::open(target, std::move(options), std::move(check));
+  if (!client) co_return tl::unexpected(client.error());
+  co_return std::unique_ptr<NbdDestination>(new NbdDestination(std::move(*client)));
+}
+
+awaitable<Result<std::unique_ptr<NbdDestination>>> NbdDestination::open_on(std::unique_ptr<Stream> stream,
+                                                                            std::string display, std::uint64_t size,
+                                                                            ClientOptions options) {
+  options.allocation_map = false;
+  ExportClient::Check check = accepts(size);
+  auto client =
+      co_await ExportClient::open_on(std::move(stream), std::move(display), std::move(options), std::move(check));
+  if (!client) co_return tl::unexpected(client.error());
+  co_return std::unique_ptr<NbdDestination>(new NbdDestination(std::move(*client)));
+}
+
+DestinationTraits NbdDestination::traits() const {
+  DestinationTraits traits;
+  traits.known_zero = false;  // an export's old contents are unknown (--prezeroed says otherwise)
+  traits.zero_is_cheap = facts().can_write_zeroes();
+  traits.ordered = false;
+  traits.block_sizes = facts().block_sizes;
+  return traits;
+}
+
+awaitable<Status> NbdDestination::write(std::uint64_t offset, Buffer data) {
+  co_return co_await client_->pick().write(offset, std::move(data));
+}
+
+awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
+  if (!facts().can_write_zeroes()) co_return co_await write_zeros(offset, length);
+  const std::uint16_t flags = mode == ZeroMode::allocate ? command_flag::no_hole : 0;
+  const std::uint64_t minimum = facts().block_sizes.minimum;
+  const std::uint64_t piece_limit = max_zero_length - max_zero_length % minimum;
+  while (length > 0) {
+    const auto piece = static_cast<std::uint32_t>(std::min(length, piece_limit));
+    if (Status s = co_await client_->pick().write_zeroes(offset, piece, flags); !s) co_return s;
+    offset += piece;
+    length -= piece;
+  }
+  co_return Status{};
+}
+
+// Without WRITE_ZEROES the only way to zero is to write zeros: one shared zero block,
+// several WRITEs in flight.
+awaitable<Status> NbdDestination::write_zeros(std::uint64_t offset, std::uint64_t length) {
+  const BlockSizes& sizes = facts().block_sizes;
+  std::size_t piece_limit = std::min<std::size_t>(zero_write_size, sizes.maximum);
+  piece_limit -= piece_limit % sizes.minimum;
+  if (!zeros_) {
+    zeros_ = Buffer::allocate(piece_limit);
+    std::memset(zeros_.data().data(), 0, zeros_.size());
+  }
+  auto ex = co_await asio::this_coro::executor;
+  Credits slots(ex, zero_writes_in_flight);
+  TaskGroup writes(ex, [&slots] { slots.close(); });
+  while (length > 0 && !writes.failed()) {
+    const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, piece_limit));
+    if (!co_await slots.acquire()) break;
+    writes.spawn([](Connection& c, std::uint64_t at, std::span<const std::byte> bytes,
+                    Credits& credits) -> awaitable<Status> {
+      Status s = co_await c.write(at, bytes);
+      credits.release();
+      co_return s;
+    }(client_->pick(), offset, zeros_.data().first(piece), slots));
+    offset += piece;
+    length -= piece;
+  }
+  co_return co_await writes.join();
+}
+
+awaitable<Status> NbdDestination::flush() { co_return co_await client_->flush(); }
+
+awaitable<Status> NbdDestination::finish() {
+  co_await client_->disconnect();
+  co_return Status{};
+}
+
+awaitable<Status> NbdDestination::close() {
+  co_await client_->disconnect();
+  co_return Status{};
+}
+
+}  // namespace sluice::nbd

@@ -1,0 +1,61 @@
+// An NBD export as the copy's Destination.
+//
+//  - WRITE, many in flight (the copy's depth), spread over the connections; each
+//    header sits in its buffer's headroom so header and data leave as one span.
+//  - Zero ranges: WRITE_ZEROES where the server has it (with NO_HOLE when the range
+//    must stay allocated), explicit zero WRITEs where it does not. Never TRIM: what a
+//    trimmed range reads as is undefined.
+//  - flush(): FLUSH on every connection (the copier calls it after every write
+//    completed); finish(): DISC and close.
+//
+// Opening refuses a read-only export and one smaller than the source before any data
+// moves.
+#pragma once
+
+#include <memory>
+
+#include "engine/destination.hpp"
+#include "protocols/nbd/client/export_client.hpp"
+
+namespace sluice::nbd {
+
+class NbdDestination final : public Destination {
+ public:
+  // Longest WRITE_ZEROES sent (the copier's zero items are smaller still).
+  static constexpr std::uint32_t max_zero_length = 1u << 30;
+  // Largest explicit zero WRITE, when the server has no WRITE_ZEROES.
+  static constexpr std::uint32_t zero_write_size = 1u << 20;
+  // Explicit zero WRITEs one zero() call keeps in flight.
+  static constexpr std::size_t zero_writes_in_flight = 8;
+
+  // `size`: the source's size, which the export must hold.
+  static awaitable<Result<std::unique_ptr<NbdDestination>>> open(const Target& target, std::uint64_t size,
+                                                                 ClientOptions options);
+  // Over a stream already connected to an NBD server (the HTTP import's
+  // "Transfer-Encoding: nbd"); `display` names it in messages.
+  static awaitable<Result<std::unique_ptr<NbdDestination>>> open_on(std::unique_ptr<Stream> stream,
+                                                                    std::string display, std::uint64_t size,
+                                                                    ClientOptions options);
+
+  DestinationTraits traits() const override;
+  std::string describe() const override { return client_->display(); }
+  awaitable<Status> write(std::uint64_t offset, Buffer data) override;
+  awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
+  awaitable<Status> flush() override;
+  awaitable<Status> finish() override;
+  awaitable<Status> close() override;
+  void abort() override { client_->abort(); }
+  void add_stats(TransferStats& stats) const override { client_->add_stats(stats); }
+
+  const NegotiatedExport& facts() const { return client_->facts(); }
+
+ private:
+  explicit NbdDestination(std::unique_ptr<ExportClient> client) : client_(std::move(client)) {}
+  static ExportClient::Check accepts(std::uint64_t size);
+  awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
+
+  std::unique_ptr<ExportClient> client_;
+  Buffer zeros_;  // shared by every explicit zero WRITE; never written to
+};
+
+}  // namespace sluice::nbd

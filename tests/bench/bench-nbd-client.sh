@@ -1,0 +1,303 @@
+#!/bin/bash
+# bench-nbd-client.sh: Sluice's NBD client side by side with nbdcopy and
+# `qemu-img convert -n -W -m 16`, in one run, on the same data and the same servers:
+#
+#   1. a random file -> nbdkit null, TCP loopback
+#   2. the same, nbdkit --filter=delay wdelay=1ms
+#   3. the same over TLS (nbdkit --tls=require, X.509)
+#   4. a sparse file (5% data in scattered 1..8 MiB extents) -> nbdkit memory
+#   5. NBD (nbdkit file) -> a local file, flushed by every tool
+#
+# plus Sluice's own arms on rows 1..3, as the field measured vhd-tool: stock
+# (--depth 1 --no-nodelay), NODELAY only (--depth 1), pipelined only (--no-nodelay),
+# both (the defaults).
+#
+# Every tool runs RUNS times, interleaved (tool A, B, C, A, B, C, ...) so drift hits all
+# alike; the table shows the median wall time, MiB/s of the source's size, the ratio to
+# nbdcopy, and client CPU seconds (user + sys from /usr/bin/time, all threads) per GiB.
+# The source files are read once first, so every run starts from a warm page cache.
+#
+#   tests/bench/bench-nbd-client.sh [--quick] [--runs N] [--update-docs] [--keep]
+#
+#   --quick        512 MiB / 8 GiB sparse instead of 4 GiB / 64 GiB, 1 run: checks the
+#                  harness and finds gross problems; not for publishing
+#   --runs N       runs per tool and row (default 5; 1 with --quick)
+#   --update-docs  replace the bench-nbd-client section of docs/benchmarks.md
+#   --keep         keep the scratch directory (the images) for the next run
+#
+# Environment: SLUICE (default build/apps/sluice/sluice; a release or debugoptimized
+# build), BENCH_DIR (default /var/tmp; needs the file sizes in free space).
+# Not a test: it asserts nothing and takes a while (full: ~30 min on 2 vCPUs).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+SLUICE=${SLUICE:-$root/build/apps/sluice/sluice}
+export PATH=/usr/bin:/usr/sbin:$PATH
+PYTHON=/usr/bin/python3
+
+quick=false
+runs=
+update_docs=false
+keep=false
+command_line="tests/bench/bench-nbd-client.sh $*"
+while (($#)); do
+  case $1 in
+    --quick) quick=true ;;
+    --runs) runs=$2; shift ;;
+    --update-docs) update_docs=true ;;
+    --keep) keep=true ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+if $quick; then
+  size=512M sparse_size=8G runs=${runs:-1}
+else
+  size=4G sparse_size=64G runs=${runs:-5}
+fi
+
+for tool in nbdkit nbdcopy qemu-img openssl /usr/bin/time; do
+  command -v "$tool" >/dev/null || { echo "bench: $tool is not installed" >&2; exit 1; }
+done
+[[ -x $SLUICE ]] || { echo "bench: no sluice at $SLUICE" >&2; exit 1; }
+
+work=${BENCH_DIR:-/var/tmp}/sluice-bench-nbd
+mkdir -p "$work"
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  $keep || rm -rf -- "$work"
+}
+trap cleanup EXIT
+
+bytes() {
+  local n=${1%[KMG]}
+  case $1 in *K) echo $((n << 10)) ;; *M) echo $((n << 20)) ;; *G) echo $((n << 30)) ;; *) echo "$1" ;; esac
+}
+
+# ---- data ----
+src=$work/random-$size.img
+if [[ ! -s $src || $(stat -c %s "$src") -ne $(bytes $size) ]]; then
+  echo "bench: writing $size of random data" >&2
+  head -c "$(bytes $size)" /dev/urandom >"$src"
+fi
+sparse=$work/sparse-$sparse_size.img
+if [[ ! -s $sparse ]]; then
+  echo "bench: writing a $sparse_size sparse image with 5% data" >&2
+  "$PYTHON" - "$sparse" "$(bytes $sparse_size)" <<'PY'
+import os, random, sys
+path, size = sys.argv[1], int(sys.argv[2])
+rng = random.Random(7)
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.ftruncate(fd, size)
+target, written = size // 20, 0
+while written < target:
+    length = rng.randint(1, 8) << 20
+    offset = rng.randrange(0, size - length) & ~0xFFFF
+    os.pwrite(fd, os.urandom(length), offset)
+    written += length
+os.close(fd)
+PY
+fi
+pki=$work/pki
+if [[ ! -s $pki/server-cert.pem ]]; then
+  mkdir -p "$pki"
+  (
+    cd "$pki"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca-key.pem -out ca-cert.pem \
+      -days 30 -subj "/CN=bench CA" 2>/dev/null
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout server-key.pem -out server.csr \
+      -subj "/CN=localhost" 2>/dev/null
+    printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >server.ext
+    openssl x509 -req -in server.csr -CA ca-cert.pem -CAkey ca-key.pem -CAcreateserial -out server-cert.pem \
+      -days 30 -extfile server.ext 2>/dev/null
+    chmod 644 ./*.pem
+  )
+fi
+# Warm caches for every tool alike: the random file, and the sparse file's data.
+cat "$src" >/dev/null
+"$PYTHON" - "$sparse" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size, pos = os.fstat(fd).st_size, 0
+while pos < size:
+    try:
+        start = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    end = os.lseek(fd, start, os.SEEK_HOLE)
+    while start < end:
+        n = len(os.pread(fd, min(8 << 20, end - start), start))
+        start += n
+    pos = end
+PY
+
+# ---- servers ----
+free_port() { "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# start_nbdkit ARGS...: sets $port
+start_nbdkit() {
+  port=$(free_port)
+  local pidfile=$work/nbdkit-$port.pid
+  nbdkit -i 127.0.0.1 -p "$port" -P "$pidfile" "$@"
+  for _ in $(seq 100); do [[ -s $pidfile ]] && break; sleep 0.05; done
+  pids+=("$(cat "$pidfile")")
+}
+stop_servers() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  pids=()
+  sleep 0.2
+}
+
+# ---- measuring ----
+results=$work/results.txt
+: >"$results"
+# measure ROW TOOL SIZE_BYTES CMD...: one timed run, appended to $results.
+measure() {
+  local row=$1 tool=$2 size_bytes=$3
+  shift 3
+  local t=$work/time.txt
+  if ! /usr/bin/time -f '%e %U %S' -o "$t" "$@" >/dev/null 2>"$work/stderr.txt"; then
+    echo "bench: $tool failed on row $row: $(tail -3 "$work/stderr.txt")" >&2
+    return 0
+  fi
+  echo "$row|$tool|$size_bytes|$(cat "$t")" >>"$results"
+}
+
+tls_uri() { echo "nbds://localhost:$1/?tls-certificates=$pki"; }
+
+run_row() {
+  local row=$1
+  shift
+  local i
+  for ((i = 1; i <= runs; i++)); do
+    "$@"
+  done
+}
+
+arms=("stock|--depth 1 --no-nodelay" "NODELAY only|--depth 1" "pipelined only|--no-nodelay" "both (default)|")
+
+row1() {  # file -> nbdkit null
+  local label=$1 uri=$2
+  measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$src" "$uri"
+  measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy "$src" "$uri"
+  measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -n -W -m 16 -f raw -O raw "$src" "$uri"
+  local arm
+  for arm in "${arms[@]}"; do
+    # shellcheck disable=SC2086
+    measure "$label" "sluice ${arm%%|*}" "$(bytes $size)" "$SLUICE" copy ${arm#*|} "$src" "$uri"
+  done
+}
+
+row_tls() {
+  local label=$1 p=$2
+  measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$src" "$(tls_uri "$p")"
+  measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy "$src" "$(tls_uri "$p")"
+  measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -n -W -m 16 \
+    --object "tls-creds-x509,id=tls0,endpoint=client,dir=$pki" -f raw "$src" \
+    --target-image-opts "driver=nbd,host=localhost,port=$p,tls-creds=tls0"
+  local arm
+  for arm in "${arms[@]}"; do
+    # shellcheck disable=SC2086
+    measure "$label" "sluice ${arm%%|*}" "$(bytes $size)" "$SLUICE" copy ${arm#*|} "$src" "$(tls_uri "$p")"
+  done
+}
+
+row_sparse() {
+  local label=$1 uri=$2 n
+  n=$(stat -c %s "$sparse")
+  measure "$label" "sluice" "$n" "$SLUICE" copy "$sparse" "$uri"
+  measure "$label" "nbdcopy" "$n" nbdcopy "$sparse" "$uri"
+  measure "$label" "qemu-img" "$n" qemu-img convert -n -W -m 16 -f raw -O raw "$sparse" "$uri"
+}
+
+row_to_file() {
+  local label=$1 uri=$2 out=$work/out.img
+  rm -f "$out"; measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$uri" "$out"
+  rm -f "$out"; measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy --flush "$uri" "$out"
+  rm -f "$out"; measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -W -m 16 -t writeback -f raw "$uri" -O raw "$out"
+  rm -f "$out"
+}
+
+r1="1. file -> nbdkit null (TCP)"
+r2="2. file -> nbdkit null, delay wdelay=1ms"
+r3="3. file -> nbdkit null, TLS"
+r4="4. sparse $sparse_size (5% data) -> nbdkit memory"
+r5="5. nbdkit file -> file (flushed)"
+
+echo "bench: row 1" >&2
+start_nbdkit null "$size"
+run_row "$r1" row1 "$r1" "nbd://127.0.0.1:$port/"
+stop_servers
+
+echo "bench: row 2" >&2
+start_nbdkit --filter=delay null "$size" wdelay=1ms
+run_row "$r2" row1 "$r2" "nbd://127.0.0.1:$port/"
+stop_servers
+
+echo "bench: row 3" >&2
+start_nbdkit --tls=require --tls-certificates="$pki" null "$size"
+run_row "$r3" row_tls "$r3" "$port"
+stop_servers
+
+echo "bench: row 4" >&2
+start_nbdkit memory "$sparse_size"
+run_row "$r4" row_sparse "$r4" "nbd://127.0.0.1:$port/"
+stop_servers
+
+echo "bench: row 5" >&2
+start_nbdkit file file="$src"
+run_row "$r5" row_to_file "$r5" "nbd://127.0.0.1:$port/"
+stop_servers
+
+# ---- report ----
+machine="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) vCPUs, $(free -g | awk '/Mem:/ {print $2}') GiB RAM, Linux $(uname -r)"
+versions="$("$SLUICE" --version), $(nbdcopy --version | head -1), $(qemu-img --version | head -1 | cut -d' ' -f1-3), nbdkit $(nbdkit --version | cut -d' ' -f2)"
+report=$work/report.md
+"$PYTHON" - "$results" "$runs" "$command_line" "$machine" "$versions" "$(date -u +%Y-%m-%d)" "$quick" >"$report" <<'PY'
+import statistics, sys
+from collections import OrderedDict
+path, runs, command, machine, versions, day, quick = sys.argv[1:8]
+rows = OrderedDict()
+for line in open(path):
+    row, tool, size, wall, user, system = line.strip().split("|")[0:3] + line.strip().split("|")[3].split()
+    rows.setdefault(row, OrderedDict()).setdefault(tool, []).append((int(size), float(wall), float(user) + float(system)))
+print(f"Measured {day} with `{command}` ({runs} run(s) per tool and row, interleaved; median shown).")
+print(f"Machine: {machine}. Tools: {versions}.")
+if quick == "true":
+    print("**Quick mode: small sizes and few runs, on a machine shared with other work. Indicative only.**")
+print()
+print("| row | tool | median s | MiB/s | vs nbdcopy | CPU s/GiB | runs |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for row, tools in rows.items():
+    base = statistics.median(w for _, w, _ in tools.get("nbdcopy", [(1, float("nan"), 0)]))
+    for tool, samples in tools.items():
+        size = samples[0][0]
+        wall = statistics.median(w for _, w, _ in samples)
+        cpu = statistics.median(c for _, _, c in samples) / (size / 2**30)
+        rate = size / 2**20 / wall if wall > 0 else float("inf")
+        ratio = base / wall if wall > 0 else float("inf")
+        print(f"| {row} | {tool} | {wall:.2f} | {rate:.0f} | {ratio:.2f}x | {cpu:.2f} | {len(samples)} |")
+PY
+cat "$report"
+
+if $update_docs; then
+  docs=$root/docs/benchmarks.md
+  [[ -f $docs ]] || printf '# Benchmarks\n' >"$docs"
+  "$PYTHON" - "$docs" "$report" <<'PY'
+import sys
+docs, report = sys.argv[1], open(sys.argv[2]).read().rstrip() + "\n"
+begin, end = "<!-- bench-nbd-client:begin -->", "<!-- bench-nbd-client:end -->"
+text = open(docs).read()
+block = begin + "\n" + report + end
+if begin in text and end in text:
+    text = text[: text.index(begin)] + block + text[text.index(end) + len(end):]
+else:
+    text = text.rstrip() + "\n\n## NBD client (tests/bench/bench-nbd-client.sh)\n\n" + block + "\n"
+open(docs, "w").write(text)
+PY
+  echo "bench: updated $docs" >&2
+fi

@@ -1,0 +1,100 @@
+#!/bin/bash
+# Every copy pair through nbdkit's memory plugin, over TCP and a Unix socket:
+# file -> nbd, nbd -> file, nbd -> null:, nbd -> nbd; `sluice info` on an export;
+# tcp:// and unix:// with --protocol nbd; the allocation map as the source's extents;
+# --allocated (WRITE_ZEROES with NO_HOLE, seen in nbdkit's log) and the default
+# (WRITE_ZEROES that may punch). Every copy is checked by reading the export back with
+# libnbd's nbdcopy.
+. "$(dirname "$0")/nbd-functions.sh"
+requires nbdkit nbdcopy
+requires_nbdkit_plugin memory
+requires_nbdkit_filter log
+
+# 64 MiB random, and a 1 GiB sparse image with data at unaligned-to-each-other places.
+random_file "$scratch/random.img" 64M
+sparse_image "$scratch/sparse.img" 1G 0 64K 100M 3M 900M 1M 1073676288 64K
+
+log "file -> nbd (TCP) -> file"
+nbdkit_tcp mem1 memory 64M
+tcp_uri=$uri
+expect_copy "$scratch/random.img" "$tcp_uri"
+assert_eq "connections" "$(stat_field connections)" 1
+read_export "$tcp_uri" "$scratch/readback.img"
+same_content "$scratch/random.img" "$scratch/readback.img"
+expect_copy "$tcp_uri" "$scratch/back.img"
+same_content "$scratch/random.img" "$scratch/back.img"
+
+log "nbd -> null:"
+expect_copy "$tcp_uri" null:
+assert_eq "bytes read" "$(stat_field bytes_read)" $((64 << 20))
+
+log "tcp:// with --protocol nbd, both directions"
+expect_copy --protocol nbd "$scratch/random.img" "tcp://127.0.0.1:$port/"
+expect_copy --protocol nbd "tcp://127.0.0.1:$port/" "$scratch/back2.img"
+same_content "$scratch/random.img" "$scratch/back2.img"
+
+log "sparse file -> nbd (Unix socket), log shows zeroing that may punch"
+nbdkit_unix mem2 --filter=log memory 1G logfile="$scratch/mem2.log"
+unix_uri=$uri
+expect_copy "$scratch/sparse.img" "$unix_uri"
+assert_eq "bytes written" "$(stat_field bytes_written)" $(((64 + 3072 + 1024 + 64) << 10))
+read_export "$unix_uri" "$scratch/readback.img"
+same_content "$scratch/sparse.img" "$scratch/readback.img"
+grep -q ' Zero .* trim=1 ' "$scratch/mem2.log" || fail "no WRITE_ZEROES that may punch in the log"
+! grep -q ' Trim ' "$scratch/mem2.log" || fail "TRIM was used to zero"
+grep -q ' Flush ' "$scratch/mem2.log" || fail "no FLUSH at the end"
+
+log "sluice info reads the allocation map window by window"
+run_sluice info --json "$unix_uri"
+assert_eq "info exit" "$status" 0
+allocated=$("$PYTHON" -c 'import json,sys; print(json.loads(sys.argv[1])["allocated"])' "$out")
+assert_eq "allocated bytes in the map" "$allocated" $(((64 + 3072 + 1024 + 64) << 10))
+
+log "the map of a large export is asked for in windows of at most 1 GiB"
+nbdkit_unix mem6 --filter=log memory 8G logfile="$scratch/mem6.log"
+run_sluice info "$uri"
+assert_eq "info exit" "$status" 0
+"$PYTHON" - "$scratch/mem6.log" <<'PY' || fail "BLOCK_STATUS requests were not windowed"
+import re, sys
+counts = [int(m.group(1), 16) for m in re.finditer(r" Extents id=\d+ offset=0x[0-9a-f]+ count=(0x[0-9a-f]+)", open(sys.argv[1]).read())]
+assert len(counts) >= 8, counts
+assert max(counts) <= 1 << 30, counts
+PY
+
+log "nbd -> file keeps holes as holes and reads only data"
+expect_copy "$unix_uri" "$scratch/back3.img"
+same_content "$scratch/sparse.img" "$scratch/back3.img"
+assert_eq "bytes read" "$(stat_field bytes_read)" $(((64 + 3072 + 1024 + 64) << 10))
+(($(stat -c %b "$scratch/back3.img") * 512 < 64 << 20)) || fail "the copy of a sparse export is not sparse"
+
+log "unix:// with --protocol nbd"
+expect_copy --protocol nbd "unix://$scratch/mem2.sock" "$scratch/back4.img"
+same_content "$scratch/sparse.img" "$scratch/back4.img"
+
+log "--allocated: WRITE_ZEROES with NO_HOLE"
+nbdkit_unix mem3 --filter=log memory 1G logfile="$scratch/mem3.log"
+expect_copy --allocated "$scratch/sparse.img" "$uri"
+grep -q ' Zero .* trim=0 ' "$scratch/mem3.log" || fail "--allocated sent no NO_HOLE WRITE_ZEROES"
+! grep -q ' Zero .* trim=1 ' "$scratch/mem3.log" || fail "--allocated sent a WRITE_ZEROES that may punch"
+read_export "$uri" "$scratch/readback.img"
+same_content "$scratch/sparse.img" "$scratch/readback.img"
+
+log "--prezeroed skips the zero ranges; --no-flush skips FLUSH"
+nbdkit_unix mem4 --filter=log memory 1G logfile="$scratch/mem4.log"
+expect_copy --prezeroed --no-flush "$scratch/sparse.img" "$uri"
+! grep -q ' Zero ' "$scratch/mem4.log" || fail "--prezeroed still zeroed"
+! grep -q ' Flush ' "$scratch/mem4.log" || fail "--no-flush still flushed"
+grep -q ' Disconnect ' "$scratch/mem4.log" || fail "no clean disconnect"
+read_export "$uri" "$scratch/readback.img"
+same_content "$scratch/sparse.img" "$scratch/readback.img"
+
+log "nbd -> nbd (TCP source, Unix destination)"
+nbdkit_unix mem5 memory 1G
+expect_copy "$unix_uri" "$uri"
+read_export "$uri" "$scratch/readback.img"
+same_content "$scratch/sparse.img" "$scratch/readback.img"
+
+log "malformed NBD URIs are refused clearly"
+expect_failure "needs ?socket=PATH" copy "$scratch/random.img" "nbd+unix:///"
+expect_failure "unknown parameter 'bogus'" copy "$scratch/random.img" "$tcp_uri?bogus=1"
+log "ok"

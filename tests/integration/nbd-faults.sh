@@ -1,0 +1,98 @@
+#!/bin/bash
+# Faults end the copy with exit 1 and one clear error naming the operation and the
+# offset, after every request in flight is accounted for; never success, never a hang
+# (every sluice run is under a watchdog):
+#  - nbdkit's error filter at 100% and at 1%, on writes and on reads, with structured
+#    and with simple replies;
+#  - the server killed in the middle of a copy (writing and reading);
+#  - a server that stops answering (--timeout), and one that never finishes the
+#    handshake;
+#  - exports refused before any data moves: read-only, smaller than the source.
+# (Unknown exports: nbd-qemu.sh, nbd-server.sh; TLS refusals: nbd-tls.sh.)
+. "$(dirname "$0")/nbd-functions.sh"
+requires nbdkit
+requires_nbdkit_plugin memory
+requires_nbdkit_plugin random
+for f in error delay log; do requires_nbdkit_filter $f; done
+
+random_file "$scratch/random.img" 64M
+
+log "write errors, 100%"
+nbdkit_unix werr100 --filter=error memory 64M error=EIO error-pwrite-rate=100%
+expect_failure "failed: the server" copy "$scratch/random.img" "$uri"
+[[ $err == *"NBD WRITE of "*" bytes at offset "*"EIO (Input/output error)"* ]] || fail "unclear message: $err"
+
+log "write errors, 1% (4 KiB requests: thousands of chances)"
+nbdkit_unix werr1 --filter=error memory 64M error=ENOSPC error-pwrite-rate=1%
+expect_failure "NBD WRITE of 4096 bytes at offset " copy --request-size 4k "$scratch/random.img" "$uri"
+[[ $err == *ENOSPC* ]] || fail "the server's error is not named: $err"
+
+log "read errors, 100% and 1%, structured replies"
+nbdkit_unix rerr100 --filter=error random 64M error=EIO error-pread-rate=100%
+expect_failure "READ of " copy "$uri" "$scratch/out.img"
+[[ $err == *" at offset "*"EIO"* ]] || fail "unclear message: $err"
+nbdkit_unix rerr1 --filter=error random 64M error=EIO error-pread-rate=1%
+expect_failure "READ of 4096 bytes at offset " copy --request-size 4k "$uri" null:
+
+log "read errors with simple replies (--no-sr)"
+nbdkit_unix rerrsimple --no-sr --filter=error random 64M error=EIO error-pread-rate=1%
+expect_failure "NBD READ of 4096 bytes at offset " copy --request-size 4k "$uri" null:
+[[ $err == *"answered EIO"* ]] || fail "unclear message: $err"
+
+# kill_when_busy LOG WHAT PID: kills PID (-9) once its log shows requests of kind
+# WHAT in progress, so the copy is surely in the middle (the delay keeps it there).
+kill_when_busy() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    grep -q " $2 id=" "$1" 2>/dev/null && break
+    sleep 0.05
+  done
+  sleep 0.2
+  kill -9 "$3"
+}
+
+log "the server killed while we write"
+random_file "$scratch/big.img" 512M
+nbdkit_tcp victim --filter=log --filter=delay memory 1G wdelay=100ms logfile="$scratch/victim.log"
+kill_when_busy "$scratch/victim.log" Write "$(cat "$pidfile_of_last")" &
+expect_failure "NBD WRITE of " copy "$scratch/big.img" "$uri"
+wait
+[[ $err == *"at offset "*"broke"* ]] || fail "unclear message: $err"
+
+log "the server killed while we read"
+nbdkit_tcp victim2 --filter=log --filter=delay random 1G rdelay=100ms logfile="$scratch/victim2.log"
+kill_when_busy "$scratch/victim2.log" Read "$(cat "$pidfile_of_last")" &
+expect_failure "NBD READ of " copy "$uri" null:
+wait
+
+log "--timeout: a server that stops answering"
+nbdkit_unix stalled --filter=delay memory 64M wdelay=1000
+start=$SECONDS
+expect_failure "no reply from " copy --timeout 2 "$scratch/random.img" "$uri"
+(( SECONDS - start < 30 )) || fail "--timeout 2 took $((SECONDS - start)) s"
+[[ $err == *"NBD WRITE of "*" at offset "* ]] || fail "the timeout does not name the request: $err"
+
+log "--timeout: a server that accepts and never speaks"
+silent_port=$(free_port)
+"$PYTHON" -c '
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(4)
+open(sys.argv[2], "w").write("ready")
+c, _ = s.accept(); time.sleep(120)' "$silent_port" "$scratch/silent.ready" &
+silent=$!
+on_exit "kill $silent"
+wait_for_file "$scratch/silent.ready" || fail "the silent server did not start"
+expect_failure "did not finish within 2 seconds" copy --timeout 2 "$scratch/random.img" "nbd://127.0.0.1:$silent_port/"
+
+log "a read-only export is refused before anything is written"
+nbdkit_unix readonly -r --filter=log memory 64M logfile="$scratch/ro.log"
+expect_failure "is read-only; nothing was written" copy "$scratch/random.img" "$uri"
+! grep -q ' Write \| Zero ' "$scratch/ro.log" || fail "data moved to a read-only export"
+
+log "an export smaller than the source is refused before anything is written"
+nbdkit_unix small --filter=log memory 32M logfile="$scratch/small.log"
+expect_failure "holds 33554432 bytes, fewer than the source's 67108864" copy "$scratch/random.img" "$uri"
+! grep -q ' Write \| Zero ' "$scratch/small.log" || fail "data moved to a too small export"
+
+log "ok"

@@ -1,0 +1,77 @@
+#!/bin/bash
+# TLS via STARTTLS against nbdkit (--tls=require) and qemu-nbd: X.509 (certificates
+# made with the openssl CLI into a directory with libnbd's names), client
+# certificates, PSK (nbdkit's identity:hexkey file; the URI's user picks the
+# identity), TLS over a Unix socket; and the refusals: a certificate from the wrong CA,
+# the wrong host name, the wrong PSK, plain nbd:// to a server that requires TLS, and
+# nbds:// to a server without TLS (no silent fallback).
+. "$(dirname "$0")/nbd-functions.sh"
+requires nbdkit nbdcopy openssl
+requires_nbdkit_plugin memory
+
+make_pki "$scratch/pki"
+make_pki "$scratch/other"   # a different CA: its certificates prove nothing to us
+pki=$scratch/pki
+random_file "$scratch/random.img" 64M
+
+log "X.509: nbds:// with tls-certificates"
+nbdkit_tcp x509 --tls=require --tls-certificates="$pki" memory 64M
+x509_uri="nbds://localhost:$port/?tls-certificates=$pki"
+expect_copy "$scratch/random.img" "$x509_uri"
+[[ -n $(stat_field tls_records) ]] || fail "no TLS record count in the stats"
+read_export "$x509_uri" "$scratch/readback.img"
+same_content "$scratch/random.img" "$scratch/readback.img"
+expect_copy "$x509_uri" "$scratch/back.img"
+same_content "$scratch/random.img" "$scratch/back.img"
+
+log "X.509: the server's certificate from another CA is refused"
+expect_failure "certificate verification failed" copy "$scratch/random.img" "nbds://localhost:$port/?tls-certificates=$scratch/other"
+log "X.509: the wrong host name is refused"
+expect_failure "certificate verification failed" copy "$scratch/random.img" \
+  "nbds://localhost:$port/?tls-certificates=$pki&tls-hostname=not-this-host.example"
+log "X.509: tls-verify-peer=false accepts what it cannot verify"
+expect_copy "$scratch/random.img" "nbds://localhost:$port/?tls-certificates=$scratch/other&tls-verify-peer=false"
+
+log "X.509: plain nbd:// to a server that requires TLS is told why"
+expect_failure "the server requires TLS: use an nbds:// URI" copy "$scratch/random.img" "nbd://localhost:$port/"
+
+log "X.509: the server verifies our client certificate"
+nbdkit_tcp x509peer --tls=require --tls-certificates="$pki" --tls-verify-peer memory 64M
+expect_copy "$scratch/random.img" "nbds://localhost:$port/?tls-certificates=$pki"
+mkdir -p "$scratch/nocert" && cp "$pki/ca-cert.pem" "$scratch/nocert/"
+expect_failure "client certificate" copy "$scratch/random.img" "nbds://localhost:$port/?tls-certificates=$scratch/nocert"
+
+log "X.509 over a Unix socket (nbds+unix://)"
+nbdkit_unix x509unix --tls=require --tls-certificates="$pki" memory 64M
+expect_copy "$scratch/random.img" "nbds+unix:///?socket=$scratch/x509unix.sock&tls-certificates=$pki"
+expect_copy "nbds+unix:///?socket=$scratch/x509unix.sock&tls-certificates=$pki" "$scratch/back.img"
+same_content "$scratch/random.img" "$scratch/back.img"
+
+log "PSK: identity from the URI's user"
+printf 'alice:%s\nbob:%s\n' "$(openssl rand -hex 32)" "$(openssl rand -hex 32)" >"$scratch/keys.psk"
+chmod 600 "$scratch/keys.psk"
+nbdkit_tcp psk --tls=require --tls-psk="$scratch/keys.psk" memory 64M
+psk_uri="nbds://bob@localhost:$port/?tls-psk-file=$scratch/keys.psk"
+expect_copy "$scratch/random.img" "$psk_uri"
+read_export "$psk_uri" "$scratch/readback.img"
+same_content "$scratch/random.img" "$scratch/readback.img"
+log "PSK: the wrong key is refused"
+printf 'bob:%s\n' "$(openssl rand -hex 32)" >"$scratch/wrong.psk"
+expect_failure "TLS handshake" copy "$scratch/random.img" "nbds://bob@localhost:$port/?tls-psk-file=$scratch/wrong.psk"
+
+log "nbds:// to a server without TLS: refused, never used in plain text"
+nbdkit_tcp plain --filter=log memory 64M logfile="$scratch/plain.log"
+expect_failure "refused STARTTLS" copy "$scratch/random.img" "nbds://localhost:$port/?tls-certificates=$pki"
+! grep -q ' Write ' "$scratch/plain.log" || fail "data went out in plain text"
+
+if command -v qemu-nbd >/dev/null 2>&1; then
+  log "qemu-nbd with tls-creds-x509"
+  truncate -s 64M "$scratch/qemu.img"
+  qemu_nbd_tcp qemutls -f raw -x disk --object "tls-creds-x509,id=tls0,endpoint=server,dir=$pki" --tls-creds tls0 "$scratch/qemu.img"
+  expect_copy "$scratch/random.img" "nbds://localhost:$port/disk?tls-certificates=$pki"
+  stop_pidfile "$pidfile_of_last"
+  same_content "$scratch/random.img" "$scratch/qemu.img"
+else
+  log "qemu-nbd is not installed: its TLS case is not run"
+fi
+log "ok"
