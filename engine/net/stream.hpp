@@ -65,8 +65,8 @@ class Stream {
   // Reads what is available (at least one byte); 0 means the peer closed cleanly.
   virtual awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) = 0;
 
-  // Sends whatever is queued, ends the stream cleanly (TLS close_notify, shutdown of
-  // the write side) and closes it.
+  // Ends the stream cleanly (TLS close_notify, shutdown of the write side) and closes
+  // it. Call it once every send() has completed: frames still queued are not sent.
   virtual awaitable<Status> close() = 0;
   // Fails every pending operation promptly and closes the socket.
   virtual void abort() = 0;
