@@ -26,6 +26,7 @@ struct WorkItem {
   Extent extent;
   Buffer data;  // the payload, once a data item has been read
   bool end = false;
+  std::optional<FileSlice> file;  // instead of `data`, when zero-copy: where the payload lies
 };
 
 using ItemChannel = asio::experimental::channel<void(asio::error_code, WorkItem)>;
@@ -46,6 +47,9 @@ class Copier {
     // Finding zeros in data pays only where zeros cost less than data.
     detect_zeros_ = options_.sparse > 0 && !traits_.ordered &&
                     (traits_.zero_is_cheap || known_zero_);
+    // By reference only when nothing has to look at the bytes on the way.
+    zero_copy_ = options_.zero_copy && !detect_zeros_ && destination_.takes_file_slices() &&
+                 source_.file_slice(0, 0).has_value();
     stats_.size = source_.size();
   }
 
@@ -101,7 +105,7 @@ class Copier {
     for (const Extent& aligned : aligner.finish())
       if (!co_await emit(aligned, seq)) co_return cancelled();
     // Named, not a temporary in the co_await expression (g++ 12 coroutine lifetime bug).
-    WorkItem end{seq, {}, Buffer{}, true};
+    WorkItem end{seq, {}, Buffer{}, true, std::nullopt};
     auto [ec] = co_await items_.async_send(asio::error_code{}, std::move(end), use_nothrow);
     if (ec) co_return cancelled();
     co_return Status{};
@@ -111,7 +115,7 @@ class Copier {
     const std::uint64_t limit = extent.kind == ExtentKind::data ? options_.request_size : max_zero_request;
     for (std::uint64_t offset = extent.offset; offset < extent.end();) {
       std::uint64_t length = std::min(extent.end() - offset, limit - offset % limit);
-      WorkItem item{seq++, Extent{offset, length, extent.kind}, Buffer{}, false};
+      WorkItem item{seq++, Extent{offset, length, extent.kind}, Buffer{}, false, std::nullopt};
       auto [ec] = co_await items_.async_send(asio::error_code{}, std::move(item), use_nothrow);
       if (ec) co_return false;
       offset += length;
@@ -130,7 +134,8 @@ class Copier {
         end_seq = item.seq;
         break;
       }
-      if (item.extent.kind != ExtentKind::data) {
+      if (item.extent.kind != ExtentKind::data || zero_copy_) {
+        if (zero_copy_) mark_by_reference(item);
         if (!co_await pass_on(std::move(item))) break;
         continue;
       }
@@ -141,9 +146,17 @@ class Copier {
     Status status = co_await reads.join();
     if (!status) co_return status;
     if (stopped_) co_return cancelled();
-    WorkItem end{end_seq, {}, Buffer{}, true};
+    WorkItem end{end_seq, {}, Buffer{}, true, std::nullopt};
     if (!co_await pass_on(std::move(end))) co_return cancelled();
     co_return Status{};
+  }
+
+  // The write stage's slots bound what is in flight; there is no buffer to hold.
+  void mark_by_reference(WorkItem& item) {
+    if (item.extent.kind != ExtentKind::data) return;
+    item.file = source_.file_slice(item.extent.offset, item.extent.length);
+    ++stats_.reads;
+    stats_.bytes_read += item.extent.length;
   }
 
   awaitable<Status> read_one(WorkItem item, Buffer buffer) {
@@ -164,7 +177,7 @@ class Copier {
     for (const Run& run : runs) {
       WorkItem piece{item.seq, Extent{item.extent.offset + run.offset, run.length,
                                       run.zero ? ExtentKind::zero : ExtentKind::data},
-                     Buffer{}, false};
+                     Buffer{}, false, std::nullopt};
       if (!run.zero) piece.data = buffer.share(run.offset, run.length, free_before);
       free_before = run.zero ? run.length : 0;
       if (!co_await pass_on(std::move(piece))) co_return cancelled();
@@ -228,7 +241,12 @@ class Copier {
     Status status;
     if (extent.kind == ExtentKind::data) {
       ++stats_.writes;
-      status = co_await destination_.write(extent.offset, std::move(item.data));
+      if (item.file) {
+        ++stats_.zero_copy_writes;
+        status = co_await destination_.write_file(extent.offset, *item.file);
+      } else {
+        status = co_await destination_.write(extent.offset, std::move(item.data));
+      }
       if (status) stats_.bytes_written += extent.length;
     } else {
       ++stats_.zero_requests;
@@ -292,6 +310,7 @@ class Copier {
   TransferStats stats_;
   bool known_zero_ = false;
   bool detect_zeros_ = false;
+  bool zero_copy_ = false;
   bool stopped_ = false;
   std::uint64_t done_ = 0;
   clock::time_point started_;

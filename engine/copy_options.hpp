@@ -34,6 +34,9 @@ struct CopyOptions {
   // Zeroed ranges must stay allocated (NBD's NO_HOLE).
   bool allocated = false;
   bool flush = true;
+  // Let data go from a file source to a splicing destination by reference (no copy
+  // through this process) when nothing needs to look at the bytes (--no-zero-copy).
+  bool zero_copy = true;
   // Boundary every request lies on (both ends' minimum block size); set by copy().
   std::uint64_t alignment = 1;
   // How much of the source's map to ask for at a time.

@@ -7,6 +7,7 @@
 #include "engine/asio.hpp"
 #include "engine/buffer.hpp"
 #include "engine/error.hpp"
+#include "engine/file_slice.hpp"
 #include "engine/source.hpp"
 #include "engine/stats.hpp"
 
@@ -38,6 +39,26 @@ class Destination {
   // Writes `data` at `offset`. Takes ownership: the buffer is released only once the
   // destination is done with it (the bytes are on storage, in the kernel, or acked).
   virtual awaitable<Status> write(std::uint64_t offset, Buffer data) = 0;
+
+  // Whether write_file() may be used: the destination can send bytes straight from a
+  // file (a plain socket that splices).
+  virtual bool takes_file_slices() const { return false; }
+
+  // Writes the bytes `slice` names at `offset`, without them passing through memory.
+  // Only called when takes_file_slices() is true.
+  virtual awaitable<Status> write_file(std::uint64_t offset, FileSlice /*slice*/) {
+    co_return fail_at("writing from a file", offset, std::make_error_code(std::errc::operation_not_supported));
+  }
+
+  // Whether write_from_pipe() may be used: a file the kernel can splice into (a
+  // receiver then moves payload socket -> pipe -> file, one copy instead of two).
+  virtual bool takes_pipes() const { return false; }
+
+  // Writes the `length` bytes waiting in the pipe whose read end is `pipe` at
+  // `offset`, leaving the pipe empty. Only called when takes_pipes() is true.
+  virtual awaitable<Status> write_from_pipe(std::uint64_t offset, int /*pipe*/, std::size_t /*length*/) {
+    co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
+  }
 
   // Makes [offset, offset + length) read as zeros, the cheapest correct way.
   virtual awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "engine/block_sizes.hpp"
 #include "engine/error.hpp"
 #include "engine/extent.hpp"
+#include "engine/file_slice.hpp"
 #include "engine/stats.hpp"
 
 namespace sluice {
@@ -33,6 +35,12 @@ class Source {
   // Fills `into` with the bytes at `offset`. The range lies within size(). Called
   // concurrently, up to the copy's depth; the caller owns `into` until completion.
   virtual awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) = 0;
+
+  // Where the bytes at [offset, offset + length) lie in a file that can be spliced
+  // from, for sources that are plain files (nothing to decode). Zero-copy sends use it.
+  virtual std::optional<FileSlice> file_slice(std::uint64_t /*offset*/, std::uint64_t /*length*/) const {
+    return std::nullopt;
+  }
 
   virtual awaitable<Status> close() { co_return Status{}; }
 

@@ -18,6 +18,7 @@ struct TransferStats {
   std::uint64_t reads = 0;  // requests issued to each side
   std::uint64_t writes = 0;
   std::uint64_t zero_requests = 0;
+  std::uint64_t zero_copy_writes = 0;  // writes whose payload was spliced, never copied in
   std::uint64_t peak_buffers = 0;  // most pool blocks in use at once
   double seconds = 0;
 

@@ -86,6 +86,18 @@ awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
   co_return Status{};
 }
 
+awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) {
+  for (std::size_t done = 0; done < length;) {
+    int n = co_await ring_.splice(pipe, -1, fd_.get(), static_cast<std::int64_t>(offset + done), length - done,
+                                  SPLICE_F_MOVE);
+    if (n < 0) co_return fail_at("write", offset + done, errno_code(-n));
+    if (n == 0) co_return fail_at("write", offset + done, std::make_error_code(std::errc::io_error));
+    done += static_cast<std::size_t>(n);
+  }
+  if (writeback_window_ > 0) co_return co_await write_behind(offset, length);
+  co_return Status{};
+}
+
 awaitable<Status> FileDestination::write_behind(std::uint64_t offset, std::uint64_t length) {
   // Errors here are only hints failing (a filesystem without sync_file_range); the
   // final flush still reports real write errors.

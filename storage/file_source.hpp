@@ -23,6 +23,10 @@ class FileSource final : public Source {
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset,
                                                   std::uint64_t length_hint) override;
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
+  // The image's bytes lie at the same offsets in the (buffered) file.
+  std::optional<FileSlice> file_slice(std::uint64_t offset, std::uint64_t length) const override {
+    return FileSlice{fd_.get(), offset, length};
+  }
   // Fails if the file shrank while it was being read.
   awaitable<Status> close() override;
 

@@ -33,6 +33,8 @@ void copy_usage() {
       "  --allocated           zeroed ranges stay allocated (no holes; NBD: NO_HOLE)\n"
       "  --direct              O_DIRECT for local files (bypass the page cache)\n"
       "  --no-flush            do not flush the destination at the end\n"
+      "  --no-zero-copy        copy file data through memory even where it could be\n"
+      "                        spliced straight to a plain socket\n"
       "  --progress[=bar|json|xapi]\n"
       "                        bar (stderr, default on a terminal), json lines (stderr),\n"
       "                        or xen-api's 000..100 digits on stdout\n"
@@ -68,6 +70,7 @@ enum Option {
   opt_allocated,
   opt_direct,
   opt_no_flush,
+  opt_no_zero_copy,
   opt_progress,
   opt_stats,
   opt_help,
@@ -112,6 +115,7 @@ CopyRequest parse(int argc, char** argv) {
       {"allocated", no_argument, nullptr, opt_allocated},
       {"direct", no_argument, nullptr, opt_direct},
       {"no-flush", no_argument, nullptr, opt_no_flush},
+      {"no-zero-copy", no_argument, nullptr, opt_no_zero_copy},
       {"progress", optional_argument, nullptr, opt_progress},
       {"stats", no_argument, nullptr, opt_stats},
       {"help", no_argument, nullptr, opt_help},
@@ -160,6 +164,7 @@ CopyRequest parse(int argc, char** argv) {
       case opt_allocated: request.copy.allocated = true; break;
       case opt_direct: request.endpoints.file.direct = true; break;
       case opt_no_flush: request.copy.flush = false; break;
+      case opt_no_zero_copy: request.copy.zero_copy = false; break;
       case opt_progress: {
         auto style = parse_progress_style(optarg ? optarg : "", isatty(STDERR_FILENO) != 0);
         if (!style) throw UsageError(std::string("--progress: unknown style '") + optarg + "'");

@@ -29,6 +29,8 @@ void serve_usage() {
       "  --http                answer the xen-api import PUT before the body\n"
       "  --once                serve one connection, exit with its result\n"
       "  --direct              O_DIRECT writes\n"
+      "  --no-zero-copy        read payloads into memory instead of splicing them from\n"
+      "                        a plain socket into the output\n"
       "  --progress[=bar|json|xapi]\n"
       "\n"
       "NBD:\n"
@@ -52,7 +54,7 @@ void serve_usage() {
 }
 
 enum Option {
-  opt_listen = 256, opt_protocol, opt_http, opt_output, opt_size, opt_once, opt_direct, opt_progress,
+  opt_listen = 256, opt_protocol, opt_http, opt_output, opt_size, opt_once, opt_direct, opt_no_zero_copy, opt_progress,
   opt_export, opt_read_only, opt_tls, opt_max_connections, opt_handshake_timeout, opt_tls_cert, opt_tls_key,
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
@@ -72,6 +74,7 @@ ServeOptions parse(int argc, char** argv) {
       {"size", required_argument, nullptr, opt_size},
       {"once", no_argument, nullptr, opt_once},
       {"direct", no_argument, nullptr, opt_direct},
+      {"no-zero-copy", no_argument, nullptr, opt_no_zero_copy},
       {"progress", optional_argument, nullptr, opt_progress},
       {"export", required_argument, nullptr, opt_export},
       {"read-only", no_argument, nullptr, opt_read_only},
@@ -106,6 +109,7 @@ ServeOptions parse(int argc, char** argv) {
       case opt_size: o.size = number_argument("size", optarg); break;
       case opt_once: o.once = true; break;
       case opt_direct: o.direct = true; break;
+      case opt_no_zero_copy: o.zero_copy = false; break;
       case opt_progress: {
         auto style = parse_progress_style(optarg ? optarg : "", isatty(STDERR_FILENO) != 0);
         if (!style) throw UsageError(std::string("--progress: unknown style '") + optarg + "'");

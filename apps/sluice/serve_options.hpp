@@ -26,6 +26,7 @@ struct ServeOptions {
   std::optional<std::uint64_t> size;
   bool once = false;
   bool direct = false;
+  bool zero_copy = true;  // splice payloads from plain sockets into the output
 
   TlsOptions tls;        // certificate, key, client CA, PSK file, ciphers
   std::string tls_mode;  // NBD: "require" or "off"; empty: require when credentials are given

@@ -71,6 +71,7 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
 
   ReceiveOptions receive;
   receive.image_size = *size;
+  receive.zero_copy = options->zero_copy;
   std::shared_ptr<ProgressReporter> reporter;
   if (options->progress) {
     reporter = std::make_shared<ProgressReporter>(*options->progress);

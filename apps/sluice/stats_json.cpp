@@ -17,6 +17,7 @@ std::string stats_json(const TransferStats& s) {
       .add("reads", s.reads)
       .add("writes", s.writes)
       .add("zero_requests", s.zero_requests)
+      .add("zero_copy_writes", s.zero_copy_writes)
       .add("peak_buffers", s.peak_buffers)
       .add("seconds", s.seconds)
       .add("mib_per_second",

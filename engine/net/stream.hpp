@@ -16,16 +16,9 @@
 #include "engine/asio.hpp"
 #include "engine/completion.hpp"
 #include "engine/error.hpp"
+#include "engine/file_slice.hpp"
 
 namespace sluice {
-
-// Payload that stays in a file: a stream that can splice sends it from the page cache
-// without copying it into this process.
-struct FileSlice {
-  int fd = -1;
-  std::uint64_t offset = 0;
-  std::uint64_t length = 0;
-};
 
 struct Frame {
   // `head` may lie directly in front of `body` (a header in a buffer's headroom); the

@@ -1,6 +1,7 @@
 #include "engine/uring/file_ring.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 
 #include "engine/uring/pipe.hpp"
 
@@ -146,6 +147,26 @@ awaitable<int> FileRing::splice(int fd_in, std::int64_t offset_in, int fd_out, s
   });
 }
 
+awaitable<int> FileRing::poll(int fd, unsigned events) {
+  return submit([=](io_uring_sqe* sqe) { io_uring_prep_poll_add(sqe, fd, events); });
+}
+
+namespace {
+
+// A splice that touches a non-blocking socket: it answers -EAGAIN instead of waiting
+// (io_uring cannot poll on a splice's behalf), so wait for the socket and try again.
+awaitable<int> splice_waiting(FileRing& ring, int fd_in, int fd_out, std::size_t length, unsigned flags, int socket,
+                              unsigned events) {
+  for (;;) {
+    int n = co_await ring.splice(fd_in, -1, fd_out, -1, length, flags);
+    if (n != -EAGAIN) co_return n;
+    int ready = co_await ring.poll(socket, events);
+    if (ready < 0) co_return ready;
+  }
+}
+
+}  // namespace
+
 awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more) {
   while (length > 0) {
@@ -160,7 +181,8 @@ awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, st
     // Hold the socket's last partial segment only while more is known to follow.
     unsigned flags = SPLICE_F_MOVE | ((more || length > 0) ? SPLICE_F_MORE : 0u);
     for (int left = in; left > 0;) {
-      int out = co_await ring.splice(pipe.read_end(), -1, socket, -1, static_cast<std::size_t>(left), flags);
+      int out = co_await splice_waiting(ring, pipe.read_end(), socket, static_cast<std::size_t>(left), flags, socket,
+                                        POLLOUT);
       if (out < 0) co_return fail(errno_code(-out), "sending: " + errno_code(-out).message());
       if (out == 0) co_return fail(std::errc::broken_pipe, "sending: the connection was closed");
       left -= out;
@@ -169,11 +191,15 @@ awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, st
   co_return Status{};
 }
 
+awaitable<int> splice_socket_to_pipe(FileRing& ring, int socket, Pipe& pipe, std::size_t length) {
+  co_return co_await splice_waiting(ring, socket, pipe.write_end(), length, SPLICE_F_MOVE, socket, POLLIN);
+}
+
 awaitable<Status> splice_socket_to_file(FileRing& ring, Pipe& pipe, int socket, int file, std::uint64_t offset,
                                         std::uint64_t length) {
   while (length > 0) {
     std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, pipe.capacity()));
-    int in = co_await ring.splice(socket, -1, pipe.write_end(), -1, chunk, SPLICE_F_MOVE);
+    int in = co_await splice_socket_to_pipe(ring, socket, pipe, chunk);
     if (in < 0) co_return fail(errno_code(-in), "receiving: " + errno_code(-in).message());
     if (in == 0)
       co_return fail(std::errc::connection_reset, "the peer closed the connection with " + std::to_string(length) +

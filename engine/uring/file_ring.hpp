@@ -52,6 +52,10 @@ class FileRing : public asio::execution_context::service {
   awaitable<int> splice(int fd_in, std::int64_t offset_in, int fd_out, std::int64_t offset_out,
                         std::size_t length, unsigned flags);
 
+  // Waits until `fd` is ready for `events` (POLLIN, POLLOUT); returns the ready mask.
+  // Splices on a non-blocking socket answer -EAGAIN instead of waiting.
+  awaitable<int> poll(int fd, unsigned events);
+
   std::size_t in_flight() const { return in_flight_; }
 
  private:
@@ -114,6 +118,10 @@ awaitable<int> FileRing::submit(Prepare prepare) {
 // an error is returned.
 awaitable<Status> splice_file_to_socket(FileRing& ring, class Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more);
+
+// Moves at most `length` bytes (what has arrived, at least one) from a socket into an
+// empty pipe; 0 when the peer closed the connection, -errno on failure.
+awaitable<int> splice_socket_to_pipe(FileRing& ring, int socket, class Pipe& pipe, std::size_t length);
 
 // Moves `length` bytes from a socket into a file at `offset` through `pipe`: one
 // copy (into the page cache) instead of two. The peer closing first is an error.

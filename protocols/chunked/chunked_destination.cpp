@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/task_group.hpp"
+#include "engine/uring/file_ring.hpp"
 #include "protocols/common/peer_close.hpp"
 #include "protocols/common/send_failure.hpp"
 #include "protocols/common/stream_stats.hpp"
@@ -82,6 +83,38 @@ awaitable<Status> ChunkedDestination::write(std::uint64_t offset, Buffer data) {
     if (Status s = co_await send_chunk(ChunkHeader{offset + done, chunk_sector_size}, sector); !s) co_return s;
   }
   co_return Status{};
+}
+
+awaitable<Status> ChunkedDestination::write_file(std::uint64_t offset, FileSlice slice) {
+  if (Status s = check_range(offset, slice.length); !s) co_return s;
+  const std::uint64_t whole = slice.length / chunk_sector_size * chunk_sector_size;
+  std::vector<std::array<std::byte, chunk_header_size>> headers;
+  headers.reserve(static_cast<std::size_t>((whole + max_chunk - 1) / max_chunk));
+  std::vector<FileSlice> pieces;
+  for (std::uint64_t done = 0; done < whole;) {
+    const auto n = static_cast<std::uint32_t>(std::min<std::uint64_t>(whole - done, max_chunk));
+    auto& bytes = headers.emplace_back();
+    if (Status s = encode_chunk_header(ChunkHeader{offset + done, n}, bytes); !s) co_return s;
+    pieces.push_back(FileSlice{slice.fd, slice.offset + done, n});
+    done += n;
+  }
+  // All of the request's chunks are queued at once, so the stream knows more follows.
+  TaskGroup sends(co_await asio::this_coro::executor);
+  for (std::size_t i = 0; i < headers.size(); ++i) sends.spawn(stream_->send(Frame{headers[i], {}, pieces[i]}));
+  if (Status s = explain_send_failure(co_await sends.join()); !s) co_return s;
+  if (whole < slice.length)
+    co_return co_await send_padded_tail(offset + whole, FileSlice{slice.fd, slice.offset + whole, slice.length - whole});
+  co_return Status{};
+}
+
+awaitable<Status> ChunkedDestination::send_padded_tail(std::uint64_t offset, FileSlice tail) {
+  // The image's partial last sector cannot be padded on the way through a pipe: it is
+  // read (a few hundred bytes) and sent from memory.
+  std::array<std::byte, chunk_sector_size> sector{};
+  FileRing& ring = FileRing::of(co_await asio::this_coro::executor);
+  auto bytes = std::span<std::byte>(sector).first(static_cast<std::size_t>(tail.length));
+  if (Status s = co_await ring_read_exactly(ring, tail.fd, tail.offset, bytes, false); !s) co_return s;
+  co_return co_await send_chunk(ChunkHeader{offset, chunk_sector_size}, sector);
 }
 
 awaitable<Status> ChunkedDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode) {

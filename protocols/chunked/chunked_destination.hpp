@@ -29,6 +29,8 @@ class ChunkedDestination final : public Destination {
   std::string describe() const override { return what_; }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
+  bool takes_file_slices() const override { return stream_->splices(); }
+  awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   // Nothing to do: the protocol has no acknowledgements, so the sender cannot know
   // (or make) the receiver's storage durable; vhd-tool's receiver fsyncs on the
   // terminator.
@@ -39,6 +41,7 @@ class ChunkedDestination final : public Destination {
 
  private:
   awaitable<Status> send_chunk(const ChunkHeader& header, std::span<const std::byte> payload);
+  awaitable<Status> send_padded_tail(std::uint64_t offset, FileSlice tail);
   Status check_range(std::uint64_t offset, std::uint64_t length) const;
 
   std::unique_ptr<Stream> stream_;

@@ -11,6 +11,22 @@ namespace {
 
 tl::unexpected<Error> stream_error(std::errc code, const std::string& message) { return fail(code, message); }
 
+// Receives one chunk's payload and starts its write; returns the bytes that arrived.
+awaitable<Result<std::size_t>> receive_payload(StreamReader& reader, ReceiveWriter& writer, const ChunkHeader& header,
+                                               std::uint64_t image_size) {
+  if (header.offset + header.length <= image_size) co_return co_await writer.receive(header.offset, header.length);
+  // A chunk may run into the padding of the image's last, partial sector; only the
+  // part inside the image is written.
+  auto buffer = co_await writer.acquire();
+  if (!buffer) co_return tl::unexpected(buffer.error());
+  buffer->truncate(header.length);
+  auto n = co_await reader.read_up_to(buffer->data());
+  if (!n || *n < header.length) co_return n;
+  buffer->truncate(static_cast<std::size_t>(image_size - header.offset));
+  if (Status s = co_await writer.write(header.offset, std::move(*buffer)); !s) co_return tl::unexpected(s.error());
+  co_return *n;
+}
+
 }  // namespace
 
 awaitable<Result<ReceiveResult>> receive_chunked(StreamReader& reader, Destination& destination,
@@ -20,8 +36,7 @@ awaitable<Result<ReceiveResult>> receive_chunked(StreamReader& reader, Destinati
   limits.max_length = static_cast<std::uint32_t>(options.piece);
   if (Status s = check_chunk_limits(limits); !s) co_return tl::unexpected(s.error());
 
-  Stream& stream = reader.stream();
-  ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, [&stream] { stream.abort(); });
+  ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, reader);
   std::uint64_t received = 0;
   std::uint64_t chunks = 0;
   Status failure;
@@ -48,13 +63,7 @@ awaitable<Result<ReceiveResult>> receive_chunked(StreamReader& reader, Destinati
       break;
     }
     if (header->is_terminator()) break;
-    auto buffer = co_await writer.acquire();
-    if (!buffer) {
-      failure = tl::unexpected(buffer.error());
-      break;
-    }
-    buffer->truncate(header->length);
-    auto n = co_await reader.read_up_to(buffer->data());
+    auto n = co_await receive_payload(reader, writer, *header, options.image_size);
     if (!n) {
       failure = tl::unexpected(Error{n.error().code, "chunk at offset " + std::to_string(header->offset) +
                                                          ": " + n.error().message});
@@ -68,15 +77,7 @@ awaitable<Result<ReceiveResult>> receive_chunked(StreamReader& reader, Destinati
                                  std::to_string(header->length) + " bytes)");
       break;
     }
-    // A chunk may run into the padding of the image's last, partial sector; only the
-    // part inside the image is written.
-    if (header->offset + header->length > options.image_size)
-      buffer->truncate(static_cast<std::size_t>(options.image_size - header->offset));
     ++chunks;
-    if (Status s = co_await writer.write(header->offset, std::move(*buffer)); !s) {
-      failure = s;
-      break;
-    }
   }
   // A failed write is the root cause when the network side was stopped because of it.
   Status written = co_await writer.drain();

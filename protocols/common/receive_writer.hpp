@@ -1,7 +1,9 @@
 // ReceiveWriter: the storage half of a receiver (Chunked or raw). The network half
-// reads each payload into a buffer from a pool and hands it here; the write runs in
-// the background, several at once, and the buffer returns to the pool only when its
-// write has completed, so the pool's size bounds both memory and writes in flight.
+// parses headers and asks it to receive each payload; the payload is read into a
+// buffer from a pool, or, from a plain socket into a file, spliced into a pipe from a
+// pool (one copy instead of two). Its write runs in the background, several at once,
+// and the buffer or pipe returns to its pool only when the write has completed, so
+// the pool's size bounds both memory and writes in flight.
 //
 // Writes whose ranges could overlap never run at the same time: a chunk that does not
 // lie wholly past everything issued so far waits until the writes in flight are done,
@@ -12,12 +14,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 
 #include "engine/buffer_pool.hpp"
 #include "engine/copy_options.hpp"
 #include "engine/destination.hpp"
 #include "engine/task_group.hpp"
+#include "engine/uring/pipe_pool.hpp"
+#include "protocols/common/stream_reader.hpp"
 
 namespace sluice {
 
@@ -33,6 +36,9 @@ struct ReceiveOptions {
   std::size_t piece = default_piece;
   // After each completed write, on the event loop's thread.
   ProgressCallback progress;
+  // Splice payloads from a plain socket into the output where it can take them
+  // (serve --no-zero-copy turns it off).
+  bool zero_copy = true;
 };
 
 struct ReceiveResult {
@@ -44,10 +50,13 @@ struct ReceiveResult {
 
 class ReceiveWriter {
  public:
-  // `on_failure` runs once when a write fails: it should make the network side stop
-  // (abort the stream), since the sender cannot be told in any other way.
-  ReceiveWriter(executor ex, Destination& destination, const ReceiveOptions& options,
-                std::function<void()> on_failure);
+  // Payloads come from `reader`. When a write fails the reader's stream is aborted,
+  // since the sender cannot be told in any other way.
+  ReceiveWriter(executor ex, Destination& destination, const ReceiveOptions& options, StreamReader& reader);
+
+  // Receives the next `length` payload bytes and starts writing them at `offset`.
+  // Returns how many arrived: fewer than `length` only when the stream ended.
+  awaitable<Result<std::size_t>> receive(std::uint64_t offset, std::size_t length);
 
   // A buffer of options.piece bytes; waits while every buffer is in flight. Fails once
   // a write has failed.
@@ -68,11 +77,21 @@ class ReceiveWriter {
   bool failed() const { return writes_.failed(); }
 
  private:
+  awaitable<Result<std::size_t>> receive_buffered(std::uint64_t offset, std::size_t length);
+  awaitable<Result<std::size_t>> receive_spliced(std::uint64_t offset, std::size_t length);
+  // Waits for the writes in flight when [offset, offset + length) could overlap one.
+  awaitable<Status> order_after_overlaps(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> write_one(std::uint64_t offset, Buffer data);
+  awaitable<Status> write_piped(std::uint64_t offset, Pipe* pipe, std::size_t length);
+  awaitable<Status> write_from_pipe(std::uint64_t offset, Pipe* pipe, std::size_t length);
+  void completed(std::uint64_t length);
 
   Destination& destination_;
+  StreamReader& reader_;
+  bool splicing_ = false;
   ReceiveOptions options_;
   BufferPool pool_;
+  PipePool pipes_;
   TaskGroup writes_;
   std::uint64_t issued_end_ = 0;  // the end of the highest range issued since the last drain
   std::uint64_t done_ = 0;

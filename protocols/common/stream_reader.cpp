@@ -15,7 +15,7 @@ awaitable<Result<std::size_t>> StreamReader::read_up_to(std::span<std::byte> int
     const std::size_t wanted = into.size() - done;
     // Large remainders go straight into the caller's memory; small ones refill the
     // read-ahead so the next header costs no system call of its own.
-    if (wanted >= buffer_.size() / 4) {
+    if (!read_ahead_ || wanted >= buffer_.size() / 4) {
       auto n = co_await stream_.read_some(into.subspan(done));
       if (!n) co_return tl::unexpected(n.error());
       if (*n == 0) break;

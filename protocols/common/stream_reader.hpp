@@ -31,8 +31,16 @@ class StreamReader {
   awaitable<Result<std::span<const std::byte>>> peek();
   void consume(std::size_t n);
 
-  // Bytes taken out of the reader so far (consumed or returned by read_up_to).
+  // Bytes taken out of the reader so far (consumed, returned by read_up_to, or
+  // taken from the stream directly and reported with advance()).
   std::uint64_t position() const { return position_; }
+  // Bytes read from the stream and not yet taken.
+  std::size_t buffered() const { return end_ - begin_; }
+  // Stops reading ahead: each read asks the stream for no more than it needs, so a
+  // caller can splice payloads from the socket itself. What is buffered stays.
+  void stop_read_ahead() { read_ahead_ = false; }
+  // `n` bytes were taken from the stream without this reader (spliced).
+  void advance(std::size_t n) { position_ += n; }
   Stream& stream() { return stream_; }
 
  private:
@@ -41,6 +49,7 @@ class StreamReader {
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   std::uint64_t position_ = 0;
+  bool read_ahead_ = true;
 };
 
 }  // namespace sluice

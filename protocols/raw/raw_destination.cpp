@@ -40,6 +40,16 @@ awaitable<Status> RawDestination::write(std::uint64_t offset, Buffer data) {
   co_return status;
 }
 
+awaitable<Status> RawDestination::write_file(std::uint64_t offset, FileSlice slice) {
+  if (finished_ || offset < next_ || offset > image_size_ || slice.length > image_size_ - offset)
+    co_return fail_at("raw stream write (out of order or beyond the image)", offset,
+                      std::make_error_code(std::errc::invalid_argument));
+  if (Status s = co_await send_zeros_until(offset); !s) co_return s;
+  Status status = explain_send_failure(co_await stream_->send(Frame{{}, {}, slice}));
+  if (status) next_ += slice.length;
+  co_return status;
+}
+
 awaitable<Status> RawDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode) {
   if (finished_ || offset < next_ || offset > image_size_ || length > image_size_ - offset)
     co_return fail_at("raw stream zeroing (out of order or beyond the image)", offset,

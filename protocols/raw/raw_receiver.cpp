@@ -7,31 +7,17 @@ namespace sluice {
 
 awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& destination,
                                              const ReceiveOptions& options) {
-  Stream& stream = reader.stream();
-  ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, [&stream] { stream.abort(); });
+  ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, reader);
   const std::uint64_t size = options.image_size;
   std::uint64_t offset = 0;
   Status failure;
   while (offset < size) {
-    auto buffer = co_await writer.acquire();
-    if (!buffer) {
-      failure = tl::unexpected(buffer.error());
-      break;
-    }
-    buffer->truncate(static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, buffer->size())));
-    auto n = co_await reader.read_up_to(buffer->data());
+    const auto wanted = static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, options.piece));
+    auto n = co_await writer.receive(offset, wanted);
     if (!n) {
       failure = tl::unexpected(Error{n.error().code, "at offset " + std::to_string(offset) + ": " +
                                                          n.error().message});
       break;
-    }
-    const std::size_t wanted = buffer->size();
-    buffer->truncate(*n);
-    if (*n > 0) {
-      if (Status s = co_await writer.write(offset, std::move(*buffer)); !s) {
-        failure = s;
-        break;
-      }
     }
     offset += *n;
     if (*n < wanted) {

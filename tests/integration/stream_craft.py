@@ -4,7 +4,10 @@
   stream_craft.py HOST:PORT|/unix/path CASE
 
 Cases: truncated, header-cut, garbage, oversize, unaligned, out-of-bounds,
-dropped-mid-payload, non-put, transfer-encoding, http-garbage, good-http.
+dropped-mid-payload, non-put, transfer-encoding, http-garbage, good-http, eager-http
+(the request and the whole body in one write, so the receiver holds body bytes
+behind the headers before it starts on the payload: 4 KiB of 0xAB at 0, 1 MiB of
+0x5A at 1 MiB).
 A good 4 KiB chunk of 0xAB at offset 0 comes first in every stream case, so a test
 can check that data written before the error stays. HTTP cases print the status line.
 """
@@ -71,6 +74,12 @@ def main():
         status_line(s)
         s.sendall(good + b"\0" * 12)
         s.recv(1)  # wait for the receiver to close
+    elif case == "eager-http":
+        s.sendall(b"PUT /import_raw_vdi?vdi=x HTTP/1.1\r\nhost: x\r\ncookie: chunked=true\r\n\r\n" + good +
+                  chunk(1 << 20, 1 << 20, b"\x5a") + b"\0" * 12)
+        status_line(s)
+        while s.recv(65536):  # until the receiver closes: unread bytes would reset it
+            pass
     else:
         sys.exit("unknown case " + case)
     s.close()

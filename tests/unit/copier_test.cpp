@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "engine/cancellation.hpp"
 #include "engine/copier.hpp"
@@ -181,4 +183,71 @@ TEST_CASE("an empty source copies nothing and still flushes") {
   REQUIRE(stats);
   CHECK(stats->bytes_written == 0);
   CHECK(sink.flushed);
+}
+
+namespace {
+// Takes file slices: each "write" reads the slice's bytes from the descriptor at
+// completion time, as a splice would.
+class SlicingSink final : public CheckingSink {
+ public:
+  using CheckingSink::CheckingSink;
+  bool takes_file_slices() const override { return true; }
+  awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override {
+    begin(offset, slice.length);
+    ++slices;
+    co_await test::random_delay(rng, 300);
+    auto n = ::pread(slice.fd, image.data() + offset, slice.length, static_cast<off_t>(slice.offset));
+    if (n != static_cast<ssize_t>(slice.length)) ++corruptions;
+    co_return end(offset, slice.length);
+  }
+  std::size_t slices = 0;
+};
+
+int memfd_with(const std::vector<std::byte>& bytes) {
+  int fd = ::memfd_create("sluice-copier-test", MFD_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size()));
+  return fd;
+}
+}  // namespace
+
+TEST_CASE("zero-copy: file slices go by reference, within the depth, only where nothing reads the bytes") {
+  const auto bytes = test::patterned(image_size, sample_map);
+  const int fd = memfd_with(bytes);
+  MemorySource source(bytes, sample_map);
+  source.slice_fd = fd;
+
+  SUBCASE("taken when the destination does not want zeros found") {
+    SlicingSink sink(image_size);
+    sink.traits_.zero_is_cheap = false;  // as a Chunked stream: zeros cost what data costs
+    auto stats = test::run(copy(source, sink, small_requests()));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(sink.corruptions == 0);
+    CHECK(source.max_in_flight == 0);  // nothing was read into memory
+    CHECK(sink.slices > 0);
+    CHECK(stats->zero_copy_writes == sink.slices);
+    CHECK(stats->bytes_read == stats->bytes_written);
+    CHECK(sink.max_in_flight <= 4);
+    CHECK(sink.max_in_flight > 1);
+  }
+  SUBCASE("not taken when zero detection must see the data") {
+    SlicingSink sink(image_size);
+    auto stats = test::run(copy(source, sink, small_requests()));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(sink.slices == 0);
+    CHECK(stats->zero_copy_writes == 0);
+  }
+  SUBCASE("not taken with zero_copy off") {
+    SlicingSink sink(image_size);
+    sink.traits_.zero_is_cheap = false;
+    CopyOptions options = small_requests();
+    options.zero_copy = false;
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(sink.slices == 0);
+  }
+  ::close(fd);
 }

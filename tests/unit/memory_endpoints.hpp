@@ -54,7 +54,14 @@ class MemorySource final : public Source {
     co_return Status{};
   }
 
+  // With a descriptor holding the same bytes: offers them as file slices.
+  std::optional<FileSlice> file_slice(std::uint64_t offset, std::uint64_t length) const override {
+    if (slice_fd < 0) return std::nullopt;
+    return FileSlice{slice_fd, offset, length};
+  }
+
   BlockSizes sizes{};
+  int slice_fd = -1;
   std::optional<std::uint64_t> fail_read_at;
   std::size_t in_flight = 0;
   std::size_t max_in_flight = 0;
