@@ -39,7 +39,7 @@ done
 
 WORK=$(mktemp -d /dev/shm/bench-chunked.XXXXXX)
 PIDS=()
-trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT
+trap 'for p in "${PIDS[@]}"; do kill $p 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"' EXIT
 cd "$WORK"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -54,7 +54,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout key
 # One receiver per arm, all writing the same output (runs are sequential).
 # tcp-copy: plain TCP with zero-copy off at both ends (payload copied through memory).
 ARMS="tcp tcp-copy tls http"
-declare -A PORT
+declare -A PORT SERVER_PID
 for arm in $ARMS; do
   for nd in on off; do
     port=$(free_port)
@@ -68,6 +68,7 @@ for arm in $ARMS; do
       http) "$SLUICE" serve --listen tcp://127.0.0.1:$port --http "${opts[@]}" 2>/dev/null & ;;
     esac
     PIDS+=($!)
+    SERVER_PID[$arm-$nd]=$!
     wait_port $port
   done
 done
@@ -82,8 +83,12 @@ iperf_run() {  # iperf_run [-F image.img]
   iperf3 -c 127.0.0.1 -p $port -n "$SIZE" "$@" -J >iperf.json
   python3 -c 'import json; d=json.load(open("iperf.json")); print(d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20)'
 }
-copy_run() {  # copy_run ARM NODELAY: "MiB/s writes segments"
-  local arm=$1 nd=$2 port=${PORT[$1-$2]} dest extra=()
+# CPU seconds (user + system, all threads) a process has used so far.
+cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat"
+}
+copy_run() {  # copy_run ARM NODELAY: "MiB/s writes segments sender-cpu receiver-cpu"
+  local arm=$1 nd=$2 port=${PORT[$1-$2]} dest extra=() server=${SERVER_PID[$1-$2]} before after
   [ $nd = off ] && extra+=(--no-nodelay)
   case $arm in
     tcp) dest=tcp://127.0.0.1:$port ;;
@@ -92,10 +97,13 @@ copy_run() {  # copy_run ARM NODELAY: "MiB/s writes segments"
     http) dest="http://127.0.0.1:$port/import_raw_vdi?vdi=bench" ;;
   esac
   rm -f out.img
-  "$SLUICE" copy --stats "${extra[@]}" image.img "$dest" >stats.json
+  before=$(cpu_seconds "$server")
+  /usr/bin/time -f "%U %S" -o time.txt "$SLUICE" copy --stats "${extra[@]}" image.img "$dest" >stats.json
+  after=$(cpu_seconds "$server")
   # Every run is verified: the receiver has flushed and closed before copy returns.
   cmp -s image.img out.img || { echo "bench-chunked: $arm NODELAY $nd: the received image differs" >&2; exit 1; }
-  echo "$(field stats.json mib_per_second) $(field stats.json socket_writes) $(field stats.json tcp_segments)"
+  echo "$(field stats.json mib_per_second) $(field stats.json socket_writes) $(field stats.json tcp_segments)" \
+    "$(awk '{ print $1 + $2 }' time.txt) $(python3 -c "print($after - $before)")"
 }
 
 for round in $(seq 1 "$RUNS"); do
@@ -119,20 +127,22 @@ column() {  # column KEY N: the Nth ':'-field of every run
 LINE=$(median ${RESULTS[iperf3]})
 FILE_LINE=$(median ${RESULTS[iperf3-file]})
 GIB=$(python3 -c "print($SIZE / 2**30)")
-TABLE="| arm | NODELAY | MiB/s | x iperf3 | x iperf3 -F | socket writes / GiB | image bytes / TCP segment |
-|---|---|---|---|---|---|---|
-| iperf3, one stream | - | $(printf %.0f "$LINE") | 1.00 | - | - | - |
-| iperf3 -F image, one stream | - | $(printf %.0f "$FILE_LINE") | $(python3 -c "print('%.2f' % ($FILE_LINE / $LINE))") | 1.00 | - | - |"
+TABLE="| arm | NODELAY | MiB/s | x iperf3 | x iperf3 -F | socket writes / GiB | image bytes / TCP segment | sender CPU s/GiB | receiver CPU s/GiB |
+|---|---|---|---|---|---|---|---|---|
+| iperf3, one stream | - | $(printf %.0f "$LINE") | 1.00 | - | - | - | - | - |
+| iperf3 -F image, one stream | - | $(printf %.0f "$FILE_LINE") | $(python3 -c "print('%.2f' % ($FILE_LINE / $LINE))") | 1.00 | - | - | - | - |"
 declare -A MIBS SEGS
 for arm in $ARMS; do
   for nd in on off; do
     mibs=$(column $arm-$nd 1)
     writes=$(column $arm-$nd 2)
     segs=$(column $arm-$nd 3)
+    send_cpu=$(column $arm-$nd 4)
+    recv_cpu=$(column $arm-$nd 5)
     MIBS[$arm-$nd]=$mibs
     SEGS[$arm-$nd]=$segs
     TABLE+="
-| chunked/$arm | $nd | $(printf %.0f "$mibs") | $(python3 -c "print('%.2f' % ($mibs / $LINE))") | $(python3 -c "print('%.2f' % ($mibs / $FILE_LINE))") | $(python3 -c "print('%.0f' % ($writes / $GIB))") | $(python3 -c "print('%.0f' % ($SIZE / $segs))") |"
+| chunked/$arm | $nd | $(printf %.0f "$mibs") | $(python3 -c "print('%.2f' % ($mibs / $LINE))") | $(python3 -c "print('%.2f' % ($mibs / $FILE_LINE))") | $(python3 -c "print('%.0f' % ($writes / $GIB))") | $(python3 -c "print('%.0f' % ($SIZE / $segs))") | $(python3 -c "print('%.2f' % ($send_cpu / $GIB))") | $(python3 -c "print('%.2f' % ($recv_cpu / $GIB))") |"
   done
 done
 VERDICT=$(python3 - "$LINE" "${MIBS[tcp-on]}" "${MIBS[tls-on]}" "${SEGS[tcp-on]}" "${SEGS[tcp-off]}" "${SEGS[tls-on]}" "${SEGS[tls-off]}" <<'PYEOF'
@@ -153,8 +163,8 @@ SECTION="<!-- bench-chunked:begin -->
 Command: \`$COMMAND\` ($(date -u +%Y-%m-%d), $RUNS interleaved round(s), medians,
 $((SIZE >> 20)) MiB random image in /dev/shm, both ends on this machine)
 Machine: $MACHINE
-$( [ $QUICK = yes ] && echo "
-**Quick mode: validation only, the numbers are not meaningful.**")
+$( if [ $QUICK = yes ]; then echo "
+**Quick mode: validation only, the numbers are not meaningful.**"; fi)
 
 $TABLE
 
