@@ -67,6 +67,15 @@ class Image {
   // The allocation map of [offset, offset + length): contiguous extents starting at
   // `offset`, at least one, ending no later than min(offset + length, size()).
   virtual awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) = 0;
+
+  // Whether read_into_pipe() may be used: the bytes live in a file the kernel can
+  // splice from, so a server can send them without copying them into memory.
+  virtual bool reads_into_pipes() const { return false; }
+  // Moves [offset, offset + length) into an empty pipe (its write end) large enough to
+  // hold it. A failure here is a read error; the pipe may then hold part of the range.
+  virtual awaitable<Status> read_into_pipe(std::uint64_t offset, std::size_t /*length*/, int /*pipe*/) {
+    co_return fail_at("reading into a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
+  }
 };
 
 }  // namespace sluice

@@ -40,6 +40,8 @@ class FileImage final : public Image {
   awaitable<Status> flush() override;
   awaitable<Status> cache(std::uint64_t offset, std::uint64_t length) override;
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) override;
+  bool reads_into_pipes() const override { return true; }
+  awaitable<Status> read_into_pipe(std::uint64_t offset, std::size_t length, int pipe) override;
 
   bool is_block_device() const { return block_device_; }
 

@@ -23,6 +23,7 @@ std::string describe_export(const FileImage& image, bool read_only) {
 
 Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options) {
   nbd::ServerConfig config;
+  config.zero_copy = options.zero_copy;
   std::set<std::string> names;
   for (const ExportSpec& spec : options.exports) {
     if (!names.insert(spec.name).second) throw UsageError("--export: the name '" + spec.name + "' is used twice");

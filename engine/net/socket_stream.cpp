@@ -114,14 +114,22 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
       if (!f.head.empty()) buffers.emplace_back(f.head.data(), f.head.size());
       if (!f.body.empty()) buffers.emplace_back(f.body.data(), f.body.size());
     }
-    if (f.file.length == 0) continue;
+    if (f.file.length == 0 && f.piped.length == 0) continue;
     if (Status s = co_await send_memory(buffers, true); !s) co_return s;
+    bool last = i + 1 == batch.size();
+    if (f.piped.length > 0) {
+      Status s = co_await splice_pipe_to_socket(FileRing::of(socket_.get_executor()), f.piped.fd, f.piped.length,
+                                                socket_.native_handle(), more || !last);
+      ++stats_.socket_writes;
+      if (!s) co_return fail(s.error().code, s.error().message + " (to " + peer_ + ")");
+      stats_.bytes_sent += f.piped.length;
+      continue;
+    }
     if (!pipe_) {
       auto pipe = Pipe::create();
       if (!pipe) co_return tl::unexpected(pipe.error());
       pipe_ = std::move(*pipe);
     }
-    bool last = i + 1 == batch.size();
     Status s = co_await splice_file_to_socket(FileRing::of(socket_.get_executor()), *pipe_, f.file.fd,
                                               f.file.offset, f.file.length, socket_.native_handle(), more || !last);
     ++stats_.socket_writes;

@@ -20,6 +20,13 @@
 
 namespace sluice {
 
+// Payload already waiting in a pipe (a file's bytes spliced into it): the stream
+// splices it on to the socket. The pipe is empty once send() has completed.
+struct PipedBytes {
+  int fd = -1;  // the pipe's read end
+  std::size_t length = 0;
+};
+
 struct Frame {
   // `head` may lie directly in front of `body` (a header in a buffer's headroom); the
   // stream then sends them as one contiguous span.
@@ -27,8 +34,11 @@ struct Frame {
   std::span<const std::byte> body;
   // Instead of `body`, on streams where splices() is true.
   FileSlice file{};
+  PipedBytes piped{};
 
-  std::size_t size() const { return head.size() + body.size() + static_cast<std::size_t>(file.length); }
+  std::size_t size() const {
+    return head.size() + body.size() + static_cast<std::size_t>(file.length) + piped.length;
+  }
   bool contiguous() const { return head.empty() || head.data() + head.size() == body.data() || body.empty(); }
 };
 
@@ -66,7 +76,8 @@ class Stream {
 
   virtual StreamStats stats() const = 0;
   virtual bool is_tls() const = 0;
-  // Whether frames may carry a FileSlice, and the socket is there to splice from.
+  // Whether frames may carry a FileSlice or PipedBytes, and the socket is there to
+  // splice to.
   virtual bool splices() const { return false; }
   virtual int socket_fd() const { return -1; }
   // "tcp 127.0.0.1:10809", "unix /run/x.sock", for messages.

@@ -179,7 +179,7 @@ Status TlsStream::encrypt(std::span<const std::byte> plaintext) {
 awaitable<Status> TlsStream::transmit(std::span<const Pending> batch, bool more) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Frame& f = batch[i].frame;
-    if (f.file.length > 0)  // callers check splices() first; TLS must see the bytes
+    if (f.file.length > 0 || f.piped.length > 0)  // callers check splices() first; TLS must see the bytes
       co_return fail(std::errc::operation_not_supported, "a TLS stream cannot send a file slice");
     Status status;
     if (f.contiguous()) {

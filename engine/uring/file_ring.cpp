@@ -179,14 +179,21 @@ awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, st
     offset += static_cast<std::uint64_t>(in);
     length -= static_cast<std::uint64_t>(in);
     // Hold the socket's last partial segment only while more is known to follow.
-    unsigned flags = SPLICE_F_MOVE | ((more || length > 0) ? SPLICE_F_MORE : 0u);
-    for (int left = in; left > 0;) {
-      int out = co_await splice_waiting(ring, pipe.read_end(), socket, static_cast<std::size_t>(left), flags, socket,
-                                        POLLOUT);
-      if (out < 0) co_return fail(errno_code(-out), "sending: " + errno_code(-out).message());
-      if (out == 0) co_return fail(std::errc::broken_pipe, "sending: the connection was closed");
-      left -= out;
-    }
+    if (Status s = co_await splice_pipe_to_socket(ring, pipe.read_end(), static_cast<std::size_t>(in), socket,
+                                                  more || length > 0);
+        !s)
+      co_return s;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> splice_pipe_to_socket(FileRing& ring, int pipe, std::size_t length, int socket, bool more) {
+  const unsigned flags = SPLICE_F_MOVE | (more ? SPLICE_F_MORE : 0u);
+  while (length > 0) {
+    int out = co_await splice_waiting(ring, pipe, socket, length, flags, socket, POLLOUT);
+    if (out < 0) co_return fail(errno_code(-out), "sending: " + errno_code(-out).message());
+    if (out == 0) co_return fail(std::errc::broken_pipe, "sending: the connection was closed");
+    length -= static_cast<std::size_t>(out);
   }
   co_return Status{};
 }

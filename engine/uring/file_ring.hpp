@@ -119,6 +119,9 @@ awaitable<int> FileRing::submit(Prepare prepare) {
 awaitable<Status> splice_file_to_socket(FileRing& ring, class Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more);
 
+// Sends the `length` bytes waiting in a pipe (its read end) to a socket.
+awaitable<Status> splice_pipe_to_socket(FileRing& ring, int pipe, std::size_t length, int socket, bool more);
+
 // Moves at most `length` bytes (what has arrived, at least one) from a socket into an
 // empty pipe; 0 when the peer closed the connection, -errno on failure.
 awaitable<int> splice_socket_to_pipe(FileRing& ring, int socket, class Pipe& pipe, std::size_t length);

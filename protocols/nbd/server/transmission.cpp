@@ -80,6 +80,8 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
       requests_(ex, std::max<std::size_t>(config.max_requests_in_flight, 1)),
       // Room for at least one request of the largest size, whatever was configured.
       byte_units_(ex, std::max<std::size_t>(config.max_bytes_in_flight, 32u << 20) / byte_unit),
+      piped_reads_(config.zero_copy && stream.splices() && negotiated.chosen->image->reads_into_pipes()),
+      read_pipes_(ex, std::max<std::size_t>(config.read_pipes, 1)),
       grace_(ex) {
   terms_.size = image_.size();
   terms_.flags = negotiated.flags;
@@ -99,6 +101,7 @@ awaitable<Status> Transmission::run() {
     stream_.abort();
     requests_.close();
     byte_units_.close();
+    read_pipes_.close();
   });
   Status reading = co_await read_requests(handlers);
   if (!reading && !stopping_) {
@@ -176,7 +179,10 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     const bool carries_payload = header.command == Command::write;
     const bool needs_buffer = !request->refusal && header.length > 0 &&
                               (header.command == Command::write || header.command == Command::read);
-    if (needs_buffer) {
+    if (needs_buffer && header.command == Command::read && reads_by_pipe(header)) {
+      // No buffer, but the bytes still count against the connection's budget.
+      if (Status got = co_await request->bytes.take(units_for_class(class_index(header.length))); !got) co_return got;
+    } else if (needs_buffer) {
       auto buffer = co_await buffer_for(header.length, request->bytes);
       if (!buffer) co_return tl::unexpected(buffer.error());
       request->buffer = std::move(*buffer);
@@ -284,12 +290,7 @@ awaitable<Status> Transmission::serve_read(Request& request) {
   }
 
   // Structured: data where the image has data, OFFSET_HOLE chunks for its holes.
-  struct Run {
-    std::uint64_t from;  // relative to the request's offset
-    std::uint64_t length;
-    bool hole;
-  };
-  std::vector<Run> runs;
+  std::vector<ReadRun> runs;
   auto extents = co_await image_.extents(h.offset, h.length);
   std::uint64_t covered = 0;
   if (extents) {
@@ -299,7 +300,7 @@ awaitable<Status> Transmission::serve_read(Request& request) {
       if (!runs.empty() && runs.back().hole == hole)
         runs.back().length += e.length;
       else
-        runs.push_back(Run{covered, e.length, hole});
+        runs.push_back(ReadRun{covered, e.length, hole});
       covered += e.length;
     }
   }
@@ -307,16 +308,17 @@ awaitable<Status> Transmission::serve_read(Request& request) {
     if (!runs.empty() && !runs.back().hole)
       runs.back().length += h.length - covered;
     else
-      runs.push_back(Run{covered, h.length - covered, false});
+      runs.push_back(ReadRun{covered, h.length - covered, false});
   }
-  for (const Run& run : runs) {
+  if (reads_by_pipe(h)) co_return co_await send_runs_piped(h, runs);
+  for (const ReadRun& run : runs) {
     if (run.hole) continue;
     auto into = buffer.data().subspan(run.from, run.length);
     if (Status got = co_await image_.read(h.offset + run.from, into); !got)
       co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
   }
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const Run& run = runs[i];
+    const ReadRun& run = runs[i];
     const std::uint16_t flags = i + 1 == runs.size() ? reply_flag::done : 0;
     const auto length = static_cast<std::uint32_t>(run.length);
     Status sent;
@@ -332,6 +334,57 @@ awaitable<Status> Transmission::serve_read(Request& request) {
       sent = co_await stream_.send(Frame{{}, part.with_prefix(offset_data_header_size)});
     }
     if (!sent) co_return sent;
+  }
+  co_return Status{};
+}
+
+awaitable<Status> Transmission::send_runs_piped(const RequestHeader& h, const std::vector<ReadRun>& runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const ReadRun& run = runs[i];
+    const bool last = i + 1 == runs.size();
+    Status sent;
+    if (run.hole) {
+      auto chunk = encode_offset_hole(h.cookie, last ? reply_flag::done : 0, h.offset + run.from,
+                                      static_cast<std::uint32_t>(run.length));
+      sent = co_await stream_.send(Frame{{}, chunk});
+    } else {
+      sent = co_await send_data_piped(h, run.from, run.length, last);
+    }
+    if (!sent) co_return sent;
+  }
+  co_return Status{};
+}
+
+bool Transmission::reads_by_pipe(const RequestHeader& h) const {
+  // Structured replies may split a read into several data chunks, one per pipeful; a
+  // simple reply or DF must be one piece, and those come from memory.
+  return piped_reads_ && terms_.structured_replies && (h.flags & command_flag::df) == 0 &&
+         image_.traits().can_extents;
+}
+
+// Sends [from, from + length) of the request as OFFSET_DATA chunks of at most a
+// pipeful each. A read error before a chunk's header went out becomes an error chunk
+// (the reply ends there, as the spec allows after earlier chunks).
+awaitable<Status> Transmission::send_data_piped(const RequestHeader& h, std::uint64_t from, std::uint64_t length,
+                                                bool last_run) {
+  while (length > 0) {
+    auto pipe = co_await read_pipes_.acquire();
+    if (!pipe) co_return tl::unexpected(pipe.error());
+    const auto piece = static_cast<std::uint32_t>(std::min<std::uint64_t>(length, (*pipe)->capacity()));
+    if (Status got = co_await image_.read_into_pipe(h.offset + from, piece, (*pipe)->write_end()); !got) {
+      read_pipes_.release(*pipe, false);
+      co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
+    }
+    const bool done = last_run && piece == length;
+    std::array<std::byte, offset_data_header_size> header{};
+    encode_offset_data_header(h.cookie, done ? reply_flag::done : 0, h.offset + from, piece, header);
+    Frame frame{header, {}};
+    frame.piped = PipedBytes{(*pipe)->read_end(), piece};
+    Status sent = co_await stream_.send(frame);
+    read_pipes_.release(*pipe, bool(sent));
+    if (!sent) co_return sent;
+    from += piece;
+    length -= piece;
   }
   co_return Status{};
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <asio/steady_timer.hpp>
 
@@ -28,12 +29,20 @@
 #include "engine/error.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/task_group.hpp"
+#include "engine/uring/pipe_pool.hpp"
 #include "protocols/nbd/server/exports.hpp"
 #include "protocols/nbd/server/handshake.hpp"
 #include "protocols/nbd/server/request_checks.hpp"
 #include "protocols/nbd/server/request_reader.hpp"
 
 namespace sluice::nbd {
+
+// A stretch of a structured READ: data, or a hole sent as OFFSET_HOLE.
+struct ReadRun {
+  std::uint64_t from;  // relative to the request's offset
+  std::uint64_t length;
+  bool hole;
+};
 
 class Transmission {
  public:
@@ -64,6 +73,11 @@ class Transmission {
   awaitable<Status> read_requests(TaskGroup& handlers);
   awaitable<Status> handle(std::unique_ptr<Request> request);
   awaitable<Status> serve_read(Request& request);
+  // A structured READ whose data is spliced from the image (no buffer).
+  bool reads_by_pipe(const RequestHeader& header) const;
+  awaitable<Status> send_runs_piped(const RequestHeader& header, const std::vector<ReadRun>& runs);
+  awaitable<Status> send_data_piped(const RequestHeader& header, std::uint64_t from, std::uint64_t length,
+                                    bool last_run);
   awaitable<Status> serve_block_status(Request& request);
   awaitable<Status> reply_ok(std::uint64_t cookie);
   awaitable<Status> reply_error(const RequestHeader& header, Errno error, const std::string& message);
@@ -84,6 +98,8 @@ class Transmission {
   // Buffers by size class (4 KiB << index), made on first use and reused after.
   static constexpr std::size_t size_classes = 14;  // up to 32 MiB
   std::array<std::unique_ptr<BufferPool>, size_classes> pools_;
+  bool piped_reads_ = false;
+  PipePool read_pipes_;
   asio::steady_timer grace_;
   // False once this object is gone: a timer handler already queued when the timer was
   // cancelled still runs, and must not touch it then.
