@@ -42,7 +42,11 @@ same "$WORK/src.img" "$WORK/a.img" "file -> nbd over TCP"
 pass "file -> nbd over TCP"
 stats "nbd://127.0.0.1:$port_rw/a" "$WORK/back.img" >/dev/null
 same "$WORK/src.img" "$WORK/back.img" "nbd -> file"
-[ "$(stat -c %b "$WORK/back.img")" -le "$(stat -c %b "$WORK/src.img")" ] || die "nbd -> file: the copy is less sparse than the source"
+# Holes stay holes: the copy allocates what the source does, give or take a few
+# blocks (ext4 sometimes keeps one more block at an extent's unaligned end, with or
+# without zero-copy; seen as 8464 vs 8456 sectors), and nowhere near the 40 MiB size.
+[ "$(stat -c %b "$WORK/back.img")" -le $(($(stat -c %b "$WORK/src.img") + 32)) ] ||
+  die "nbd -> file: the copy is less sparse than the source"
 pass "nbd -> file, holes kept"
 
 # nbd -> null: reads only the data the server's block status reports
