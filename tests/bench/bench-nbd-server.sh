@@ -95,18 +95,24 @@ measure() {
 median() { sort -n | awk '{a[NR] = $0} END {print a[int((NR + 1) / 2)]}'; }
 
 declare -A WRITE READ
-for name in sluice nbdkit qemu-nbd; do
-  w=() r=()
-  for run in $(seq "$RUNS"); do
+# Interleaved: run 1 of every server, then run 2, ..., so drift on a shared machine
+# hits all of them alike.
+declare -A WRUNS RRUNS
+for run in $(seq "$RUNS"); do
+  for name in sluice nbdkit qemu-nbd; do
     start "$name"
-    w+=("$(measure nbdcopy "$DIR/src.img" "$URI")")
+    w=$(measure nbdcopy "$DIR/src.img" "$URI")
     cmp -s "$DIR/src.img" "$DIR/dst.img" || { echo "bench-nbd-server: $name: data differs after the copy" >&2; exit 1; }
-    r+=("$(measure nbdcopy "$URI" null:)")
+    r=$(measure nbdcopy "$URI" null:)
     stop
-    echo "$name run $run: write ${w[-1]}, read ${r[-1]} (seconds, server CPU seconds)" >&2
+    WRUNS[$name]+="$w"$'\n'
+    RRUNS[$name]+="$r"$'\n'
+    echo "$name run $run: write $w, read $r (seconds, server CPU seconds)" >&2
   done
-  WRITE[$name]=$(printf '%s\n' "${w[@]}" | median)
-  READ[$name]=$(printf '%s\n' "${r[@]}" | median)
+done
+for name in sluice nbdkit qemu-nbd; do
+  WRITE[$name]=$(printf '%s' "${WRUNS[$name]}" | median)
+  READ[$name]=$(printf '%s' "${RRUNS[$name]}" | median)
 done
 
 row() {  # name "seconds cpu" direction
@@ -121,13 +127,27 @@ TABLE=$(
   for name in sluice nbdkit qemu-nbd; do row "$name" "${READ[$name]}" "nbdcopy server -> null:"; done
 )
 MACHINE="$(nproc) CPUs ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, kernel $(uname -r); $(nbdcopy --version | head -1), $(nbdkit --version), $(qemu-nbd --version | head -1)"
-COMMAND="tests/bench/bench-nbd-server.sh$([ $QUICK = 1 ] && echo ' --quick') --runs $RUNS --size $SIZE"
+COMMAND="tests/bench/bench-nbd-server.sh$([ $QUICK = 1 ] && echo ' --quick' || true) --runs $RUNS --size $SIZE"
 REPORT=$(cat <<MD
 Command: \`$COMMAND\` ($(date -u +%Y-%m-%d), median of $RUNS run(s); source and exported files on tmpfs, Unix sockets, nbdcopy defaults: multi-conn, 64 requests of 256 KiB per connection).
 
 Machine: $MACHINE.
 
 $TABLE
+
+$(python3 - "${WRITE[sluice]}" "${WRITE[nbdkit]}" "${WRITE[qemu-nbd]}" "${READ[sluice]}" "${READ[nbdkit]}" "${READ[qemu-nbd]}" <<'PY'
+import sys
+w = [tuple(map(float, a.split())) for a in sys.argv[1:4]]
+r = [tuple(map(float, a.split())) for a in sys.argv[4:7]]
+for what, rows in (("writes", w), ("reads", r)):
+    (s, sc), peers = rows[0], rows[1:]
+    best = min(peers)  # the faster peer: least seconds
+    speed = best[0] / s
+    ok = speed >= 1.2 and sc <= best[1]
+    print("- %s: Sluice %.2fx the faster peer's throughput at %.2fx its server CPU (target >= 1.2x at <= 1x CPU: %s)"
+          % (what, speed, sc / best[1], "met" if ok else "NOT met"))
+PY
+)
 MD
 )
 echo "$REPORT"
