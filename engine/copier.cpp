@@ -8,6 +8,7 @@
 #include "engine/buffer_pool.hpp"
 #include "engine/credits.hpp"
 #include "engine/extent_aligner.hpp"
+#include "engine/mapped_scan.hpp"
 #include "engine/task_group.hpp"
 #include "engine/zero_scan.hpp"
 
@@ -47,9 +48,9 @@ class Copier {
     // Finding zeros in data pays only where zeros cost less than data.
     detect_zeros_ = options_.sparse > 0 && !traits_.ordered &&
                     (traits_.zero_is_cheap || known_zero_);
-    // By reference only when nothing has to look at the bytes on the way.
-    zero_copy_ = options_.zero_copy && !detect_zeros_ && destination_.takes_file_slices() &&
-                 source_.file_slice(0, 0).has_value();
+    // By reference where both ends allow it; zero detection then scans a mapping of
+    // the source instead of a buffer.
+    zero_copy_ = options_.zero_copy && destination_.takes_file_slices() && source_.file_slice(0, 0).has_value();
     stats_.size = source_.size();
   }
 
@@ -134,6 +135,13 @@ class Copier {
         end_seq = item.seq;
         break;
       }
+      if (item.extent.kind == ExtentKind::data && zero_copy_ && detect_zeros_) {
+        if (Status s = co_await scan_by_reference(std::move(item)); !s) {
+          reads.fail(s.error());
+          break;
+        }
+        continue;
+      }
       if (item.extent.kind != ExtentKind::data || zero_copy_) {
         if (zero_copy_) mark_by_reference(item);
         if (!co_await pass_on(std::move(item))) break;
@@ -157,6 +165,26 @@ class Copier {
     item.file = source_.file_slice(item.extent.offset, item.extent.length);
     ++stats_.reads;
     stats_.bytes_read += item.extent.length;
+  }
+
+  // Zero detection on a mapping of the source; data runs go on by reference.
+  awaitable<Status> scan_by_reference(WorkItem item) {
+    const Extent extent = item.extent;
+    const auto slice = source_.file_slice(extent.offset, extent.length);
+    auto range = co_await MappedRange::map(FileRing::of(co_await asio::this_coro::executor), slice->fd, slice->offset,
+                                           static_cast<std::size_t>(extent.length));
+    if (!range) co_return tl::unexpected(range.error());
+    auto runs = range->zero_runs(extent.offset, options_.sparse);
+    if (!runs) co_return tl::unexpected(runs.error());
+    ++stats_.reads;
+    stats_.bytes_read += extent.length;
+    for (const Run& run : *runs) {
+      WorkItem piece{item.seq, Extent{extent.offset + run.offset, run.length, run.zero ? ExtentKind::zero : ExtentKind::data},
+                     Buffer{}, false, std::nullopt};
+      if (!run.zero) piece.file = FileSlice{slice->fd, slice->offset + run.offset, run.length};
+      if (!co_await pass_on(std::move(piece))) co_return cancelled();
+    }
+    co_return Status{};
   }
 
   awaitable<Status> read_one(WorkItem item, Buffer buffer) {

@@ -19,14 +19,30 @@ bool is_all_zero(std::span<const std::byte> bytes) {
   return std::memcmp(p, p + head, n - head) == 0;
 }
 
-std::vector<Run> scan_zero_runs(std::span<const std::byte> bytes, std::uint64_t base,
-                                std::size_t granularity) {
-  std::vector<Run> runs;
+std::size_t zero_chunk_count(std::size_t size, std::uint64_t base, std::size_t granularity) {
+  if (size == 0) return 0;
+  return static_cast<std::size_t>((base + size - 1) / granularity - base / granularity + 1);
+}
+
+void mark_zero_chunks(std::span<const std::byte> bytes, std::uint64_t base, std::size_t granularity,
+                      std::span<std::uint8_t> flags) {
   std::size_t pos = 0;
-  while (pos < bytes.size()) {
+  for (std::size_t i = 0; pos < bytes.size() && i < flags.size(); ++i) {
     std::size_t to_boundary = granularity - static_cast<std::size_t>((base + pos) % granularity);
     std::size_t len = std::min(to_boundary, bytes.size() - pos);
-    bool zero = is_all_zero(bytes.subspan(pos, len));
+    flags[i] = is_all_zero(bytes.subspan(pos, len)) ? 1 : 0;
+    pos += len;
+  }
+}
+
+std::vector<Run> runs_from_zero_chunks(std::size_t size, std::uint64_t base, std::size_t granularity,
+                                       std::span<const std::uint8_t> flags) {
+  std::vector<Run> runs;
+  std::size_t pos = 0;
+  for (std::size_t i = 0; pos < size && i < flags.size(); ++i) {
+    std::size_t to_boundary = granularity - static_cast<std::size_t>((base + pos) % granularity);
+    std::size_t len = std::min(to_boundary, size - pos);
+    const bool zero = flags[i] != 0;
     if (!runs.empty() && runs.back().zero == zero)
       runs.back().length += len;
     else
@@ -34,6 +50,13 @@ std::vector<Run> scan_zero_runs(std::span<const std::byte> bytes, std::uint64_t 
     pos += len;
   }
   return runs;
+}
+
+std::vector<Run> scan_zero_runs(std::span<const std::byte> bytes, std::uint64_t base,
+                                std::size_t granularity) {
+  std::vector<std::uint8_t> flags(zero_chunk_count(bytes.size(), base, granularity));
+  mark_zero_chunks(bytes, base, granularity, flags);
+  return runs_from_zero_chunks(bytes.size(), base, granularity, flags);
 }
 
 }  // namespace sluice

@@ -25,4 +25,13 @@ struct Run {
 std::vector<Run> scan_zero_runs(std::span<const std::byte> bytes, std::uint64_t base,
                                 std::size_t granularity);
 
+// scan_zero_runs in two steps, for callers that must scan where a fault may interrupt
+// them (a mapped file): the scan writes one flag per chunk into memory the caller
+// allocated, and allocates nothing itself; the runs are built afterwards.
+std::size_t zero_chunk_count(std::size_t size, std::uint64_t base, std::size_t granularity);
+void mark_zero_chunks(std::span<const std::byte> bytes, std::uint64_t base, std::size_t granularity,
+                      std::span<std::uint8_t> flags);
+std::vector<Run> runs_from_zero_chunks(std::size_t size, std::uint64_t base, std::size_t granularity,
+                                       std::span<const std::uint8_t> flags);
+
 }  // namespace sluice

@@ -147,6 +147,13 @@ awaitable<int> FileRing::splice(int fd_in, std::int64_t offset_in, int fd_out, s
   });
 }
 
+awaitable<int> FileRing::madvise(void* address, std::size_t length, int advice) {
+  return submit([=](io_uring_sqe* sqe) {
+    io_uring_prep_madvise(sqe, address, static_cast<off_t>(length), advice);
+    sqe->flags |= IOSQE_ASYNC;  // populating may read from disk: never on this thread
+  });
+}
+
 awaitable<int> FileRing::poll(int fd, unsigned events) {
   return submit([=](io_uring_sqe* sqe) { io_uring_prep_poll_add(sqe, fd, events); });
 }

@@ -52,6 +52,9 @@ class FileRing : public asio::execution_context::service {
   awaitable<int> splice(int fd_in, std::int64_t offset_in, int fd_out, std::int64_t offset_out,
                         std::size_t length, unsigned flags);
 
+  // madvise(2) on a kernel worker (MADV_POPULATE_READ may read from disk).
+  awaitable<int> madvise(void* address, std::size_t length, int advice);
+
   // Waits until `fd` is ready for `events` (POLLIN, POLLOUT); returns the ready mask.
   // Splices on a non-blocking socket answer -EAGAIN instead of waiting.
   awaitable<int> poll(int fd, unsigned events);

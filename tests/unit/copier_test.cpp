@@ -231,13 +231,22 @@ TEST_CASE("zero-copy: file slices go by reference, within the depth, only where 
     CHECK(sink.max_in_flight <= 4);
     CHECK(sink.max_in_flight > 1);
   }
-  SUBCASE("not taken when zero detection must see the data") {
-    SlicingSink sink(image_size);
-    auto stats = test::run(copy(source, sink, small_requests()));
+  SUBCASE("zero detection scans a mapping of the source; data still goes by reference") {
+    // 64 KiB of zeros inside the first data extent, where the extent map says data.
+    auto with_zeros = bytes;
+    std::fill_n(with_zeros.begin() + (1 << 20), 65536, std::byte{0});
+    const int zfd = memfd_with(with_zeros);
+    MemorySource zsource(with_zeros, sample_map);
+    zsource.slice_fd = zfd;
+    SlicingSink sink(image_size);  // zeros are cheap here: detection is on
+    auto stats = test::run(copy(zsource, sink, small_requests()));
     REQUIRE(stats);
-    CHECK(sink.image == bytes);
-    CHECK(sink.slices == 0);
-    CHECK(stats->zero_copy_writes == 0);
+    CHECK(sink.image == with_zeros);
+    CHECK(zsource.max_in_flight == 0);  // still nothing read into memory
+    CHECK(sink.slices > 0);
+    CHECK(stats->zero_copy_writes == sink.slices);
+    CHECK(sink.zeroed >= 65536);  // the zeros were found and zeroed, not written
+    ::close(zfd);
   }
   SUBCASE("not taken with zero_copy off") {
     SlicingSink sink(image_size);

@@ -56,7 +56,7 @@ Error Connection::server_error(const Request& r, Errno error, const std::string&
   return Error{code, std::move(text)};
 }
 
-awaitable<void> Connection::send(Request& r, std::span<std::byte, request_header_size> head,
+awaitable<void> Connection::send(Request& r, std::span<std::byte, request_header_size> head, FileSlice file,
                                  std::span<const std::byte> body) {
   if (failure_) {
     // Nothing is sent on a broken connection; the request fails with the reason.
@@ -68,7 +68,9 @@ awaitable<void> Connection::send(Request& r, std::span<std::byte, request_header
   // Silence while nothing was pending is not the server's fault.
   if (pending_.empty()) last_progress_ = clock::now();
   pending_.emplace(r.header.cookie, &r);
-  Status sent = co_await stream_->send(Frame{head, body});
+  Frame frame{head, body};
+  frame.file = file;
+  Status sent = co_await stream_->send(frame);
   if (sent) {
     // The server taking our bytes is a sign of life too: a slow link must not look
     // like a dead server while a large write is still on its way.
@@ -80,7 +82,7 @@ awaitable<void> Connection::send(Request& r, std::span<std::byte, request_header
 
 awaitable<Status> Connection::send_and_wait(Request& r) {
   std::array<std::byte, request_header_size> head{};
-  co_await send(r, head, {});
+  co_await send(r, head, FileSlice{}, {});
   co_return co_await r.done.wait();
 }
 
@@ -99,7 +101,7 @@ awaitable<Status> Connection::write(std::uint64_t offset, Buffer data, std::uint
   // one span (one iovec, one TLS record); otherwise the stream joins them.
   if (data.headroom() >= request_header_size)
     head = std::span<std::byte, request_header_size>(data.prefix(request_header_size).data(), request_header_size);
-  co_await send(r, head, data.data());
+  co_await send(r, head, FileSlice{}, data.data());
   // The bytes are in the kernel now: the buffer can go back to its pool while the
   // server writes. Its header space is not needed either (replies carry only a cookie).
   data = Buffer{};
@@ -109,7 +111,14 @@ awaitable<Status> Connection::write(std::uint64_t offset, Buffer data, std::uint
 awaitable<Status> Connection::write(std::uint64_t offset, std::span<const std::byte> data, std::uint16_t flags) {
   Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
   std::array<std::byte, request_header_size> head{};
-  co_await send(r, head, data);
+  co_await send(r, head, FileSlice{}, data);
+  co_return co_await r.done.wait();
+}
+
+awaitable<Status> Connection::write_file(std::uint64_t offset, FileSlice slice, std::uint16_t flags) {
+  Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(slice.length), flags);
+  std::array<std::byte, request_header_size> head{};
+  co_await send(r, head, slice, {});
   co_return co_await r.done.wait();
 }
 

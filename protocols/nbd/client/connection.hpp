@@ -66,6 +66,10 @@ class Connection {
   awaitable<Status> write(std::uint64_t offset, Buffer data, std::uint16_t flags = 0);
   // Writes bytes the caller keeps valid until completion (shared zeros).
   awaitable<Status> write(std::uint64_t offset, std::span<const std::byte> data, std::uint16_t flags = 0);
+  // A WRITE whose payload is spliced from a file (only where splices() is true).
+  awaitable<Status> write_file(std::uint64_t offset, FileSlice slice, std::uint16_t flags);
+  // Whether the connection is a plain socket that can splice payload from files.
+  bool splices() const { return stream_->splices(); }
   awaitable<Status> write_zeroes(std::uint64_t offset, std::uint32_t length, std::uint16_t flags);
   // base:allocation from `offset`; the server may describe less or more than `length`.
   awaitable<Result<std::vector<Extent>>> block_status(std::uint64_t offset, std::uint32_t length);
@@ -95,7 +99,7 @@ class Connection {
   using clock = std::chrono::steady_clock;
 
   // Registers `request` and sends its header (in `head`) and `body` as one frame.
-  awaitable<void> send(Request& request, std::span<std::byte, request_header_size> head,
+  awaitable<void> send(Request& request, std::span<std::byte, request_header_size> head, FileSlice file,
                        std::span<const std::byte> body);
   awaitable<Status> send_and_wait(Request& request);
   std::string describe(const Request& request) const;

@@ -54,6 +54,16 @@ awaitable<Status> NbdDestination::write(std::uint64_t offset, Buffer data) {
   co_return co_await client_->pick().write(offset, std::move(data));
 }
 
+bool NbdDestination::takes_file_slices() const {
+  for (const auto& connection : client_->connections())
+    if (!connection->splices()) return false;
+  return true;
+}
+
+awaitable<Status> NbdDestination::write_file(std::uint64_t offset, FileSlice slice) {
+  co_return co_await client_->pick().write_file(offset, slice, 0);
+}
+
 awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
   if (!facts().can_write_zeroes()) co_return co_await write_zeros(offset, length);
   const std::uint16_t flags = mode == ZeroMode::allocate ? command_flag::no_hole : 0;

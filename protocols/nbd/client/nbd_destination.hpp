@@ -40,6 +40,8 @@ class NbdDestination final : public Destination {
   DestinationTraits traits() const override;
   std::string describe() const override { return client_->display(); }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
+  bool takes_file_slices() const override;
+  awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
   awaitable<Status> flush() override;
   awaitable<Status> finish() override;
