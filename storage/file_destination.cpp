@@ -14,6 +14,11 @@
 namespace sluice {
 
 namespace {
+// Pipes for file -> file splices: as many as the default depth keeps writes in flight.
+constexpr std::size_t pipes_per_destination = 8;
+}  // namespace
+
+namespace {
 constexpr std::uint64_t direct_alignment = 4096;
 constexpr std::size_t zero_chunk = 1u << 20;
 
@@ -62,7 +67,8 @@ FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, Uni
       block_device_(block_device),
       known_zero_(known_zero),
       ring_(FileRing::of(ex)),
-      writeback_window_(writeback_window) {}
+      writeback_window_(writeback_window),
+      pipes_(ex, pipes_per_destination) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
@@ -95,6 +101,38 @@ awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pip
     done += static_cast<std::size_t>(n);
   }
   if (writeback_window_ > 0) co_return co_await write_behind(offset, length);
+  co_return Status{};
+}
+
+awaitable<Status> FileDestination::write_file(std::uint64_t offset, FileSlice slice) {
+  auto pipe = co_await pipes_.acquire();
+  if (!pipe) co_return tl::unexpected(pipe.error());
+  Status status = co_await splice_from_file(**pipe, slice, offset);
+  pipes_.release(*pipe, bool(status));
+  if (!status) co_return status;
+  if (writeback_window_ > 0) co_return co_await write_behind(offset, slice.length);
+  co_return Status{};
+}
+
+awaitable<Status> FileDestination::splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset) {
+  for (std::uint64_t done = 0; done < slice.length;) {
+    const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(slice.length - done, pipe.capacity()));
+    int in = co_await ring_.splice(slice.fd, static_cast<std::int64_t>(slice.offset + done), pipe.write_end(), -1, chunk,
+                                   SPLICE_F_MOVE);
+    if (in < 0) co_return fail_at("read", slice.offset + done, errno_code(-in));
+    if (in == 0)
+      co_return fail(std::errc::io_error, "read at offset " + std::to_string(slice.offset + done) +
+                                              ": unexpected end of file (the source shrank while being copied?)");
+    for (int left = in; left > 0;) {
+      const std::uint64_t at = offset + done + static_cast<std::uint64_t>(in - left);
+      int out = co_await ring_.splice(pipe.read_end(), -1, fd_.get(), static_cast<std::int64_t>(at),
+                                      static_cast<std::size_t>(left), SPLICE_F_MOVE);
+      if (out < 0) co_return fail_at("write", at, errno_code(-out));
+      if (out == 0) co_return fail_at("write", at, std::make_error_code(std::errc::io_error));
+      left -= out;
+    }
+    done += static_cast<std::uint64_t>(in);
+  }
   co_return Status{};
 }
 

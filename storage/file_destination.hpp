@@ -13,6 +13,7 @@
 #include "engine/destination.hpp"
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
+#include "engine/uring/pipe_pool.hpp"
 #include "storage/file_options.hpp"
 
 namespace sluice {
@@ -29,6 +30,10 @@ class FileDestination final : public Destination {
   // Not with O_DIRECT: splicing goes through the page cache.
   bool takes_pipes() const override { return !direct_fd_; }
   awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
+  // From a file source: file -> pipe -> file inside the kernel, one copy instead of two
+  // (page-cache pages are moved into the pipe, then copied once into the destination).
+  bool takes_file_slices() const override { return !direct_fd_; }
+  awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
   awaitable<Status> flush() override;
   awaitable<Status> finish() override;
@@ -39,6 +44,7 @@ class FileDestination final : public Destination {
   FileDestination(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, bool block_device,
                   std::uint64_t writeback_window, bool known_zero);
   awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
+  awaitable<Status> splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
@@ -52,6 +58,7 @@ class FileDestination final : public Destination {
   bool zero_range_supported_ = true;
   FileRing& ring_;
   std::uint64_t writeback_window_;
+  PipePool pipes_;  // for write_file(), one per write in flight
   struct Range {
     std::uint64_t offset;
     std::uint64_t length;
