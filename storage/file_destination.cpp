@@ -93,13 +93,7 @@ awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
 }
 
 awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) {
-  for (std::size_t done = 0; done < length;) {
-    int n = co_await ring_.splice(pipe, -1, fd_.get(), static_cast<std::int64_t>(offset + done), length - done,
-                                  SPLICE_F_MOVE);
-    if (n < 0) co_return fail_at("write", offset + done, errno_code(-n));
-    if (n == 0) co_return fail_at("write", offset + done, std::make_error_code(std::errc::io_error));
-    done += static_cast<std::size_t>(n);
-  }
+  if (Status s = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length); !s) co_return s;
   if (writeback_window_ > 0) co_return co_await write_behind(offset, length);
   co_return Status{};
 }
@@ -117,21 +111,11 @@ awaitable<Status> FileDestination::write_file(std::uint64_t offset, FileSlice sl
 awaitable<Status> FileDestination::splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset) {
   for (std::uint64_t done = 0; done < slice.length;) {
     const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(slice.length - done, pipe.capacity()));
-    int in = co_await ring_.splice(slice.fd, static_cast<std::int64_t>(slice.offset + done), pipe.write_end(), -1, chunk,
-                                   SPLICE_F_MOVE);
-    if (in < 0) co_return fail_at("read", slice.offset + done, errno_code(-in));
-    if (in == 0)
-      co_return fail(std::errc::io_error, "read at offset " + std::to_string(slice.offset + done) +
-                                              ": unexpected end of file (the source shrank while being copied?)");
-    for (int left = in; left > 0;) {
-      const std::uint64_t at = offset + done + static_cast<std::uint64_t>(in - left);
-      int out = co_await ring_.splice(pipe.read_end(), -1, fd_.get(), static_cast<std::int64_t>(at),
-                                      static_cast<std::size_t>(left), SPLICE_F_MOVE);
-      if (out < 0) co_return fail_at("write", at, errno_code(-out));
-      if (out == 0) co_return fail_at("write", at, std::make_error_code(std::errc::io_error));
-      left -= out;
-    }
-    done += static_cast<std::uint64_t>(in);
+    if (Status s = co_await splice_file_to_pipe(ring_, slice.fd, slice.offset + done, pipe.write_end(), chunk); !s)
+      co_return s;
+    if (Status s = co_await splice_pipe_to_file(ring_, pipe.read_end(), fd_.get(), offset + done, chunk); !s)
+      co_return s;
+    done += chunk;
   }
   co_return Status{};
 }

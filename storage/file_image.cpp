@@ -102,16 +102,7 @@ awaitable<Status> FileImage::read_into_pipe(std::uint64_t offset, std::size_t le
   if (Status got = co_await slots_.acquire(); !got) co_return got;
   SlotRelease release{slots_};
   // Always the buffered descriptor: splicing goes through the page cache.
-  for (std::size_t done = 0; done < length;) {
-    int n = co_await ring_.splice(fd_.get(), static_cast<std::int64_t>(offset + done), pipe, -1, length - done,
-                                  SPLICE_F_MOVE);
-    if (n < 0) co_return fail_at("read", offset + done, errno_code(-n));
-    if (n == 0)
-      co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset + done) +
-                                              ": unexpected end of file (the image shrank?)");
-    done += static_cast<std::size_t>(n);
-  }
-  co_return Status{};
+  co_return co_await splice_file_to_pipe(ring_, fd_.get(), offset, pipe, length);
 }
 
 awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::byte> data, bool durable) {

@@ -174,21 +174,37 @@ awaitable<int> splice_waiting(FileRing& ring, int fd_in, int fd_out, std::size_t
 
 }  // namespace
 
+awaitable<Status> splice_file_to_pipe(FileRing& ring, int file, std::uint64_t offset, int pipe, std::size_t length) {
+  for (std::size_t done = 0; done < length;) {
+    int n = co_await ring.splice(file, static_cast<std::int64_t>(offset + done), pipe, -1, length - done, SPLICE_F_MOVE);
+    if (n < 0) co_return fail_at("read", offset + done, errno_code(-n));
+    if (n == 0)
+      co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset + done) +
+                                              ": unexpected end of file (the source shrank while being copied?)");
+    done += static_cast<std::size_t>(n);
+  }
+  co_return Status{};
+}
+
+awaitable<Status> splice_pipe_to_file(FileRing& ring, int pipe, int file, std::uint64_t offset, std::size_t length) {
+  for (std::size_t done = 0; done < length;) {
+    int n = co_await ring.splice(pipe, -1, file, static_cast<std::int64_t>(offset + done), length - done, SPLICE_F_MOVE);
+    if (n < 0) co_return fail_at("write", offset + done, errno_code(-n));
+    if (n == 0) co_return fail_at("write", offset + done, std::make_error_code(std::errc::io_error));
+    done += static_cast<std::size_t>(n);
+  }
+  co_return Status{};
+}
+
 awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more) {
   while (length > 0) {
-    std::size_t chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, pipe.capacity()));
-    int in = co_await ring.splice(file, static_cast<std::int64_t>(offset), pipe.write_end(), -1, chunk, SPLICE_F_MOVE);
-    if (in < 0) co_return fail_at("splice from the file", offset, errno_code(-in));
-    if (in == 0)
-      co_return fail(std::errc::io_error, "splice from the file at offset " + std::to_string(offset) +
-                                              ": unexpected end of file (the source shrank while being copied?)");
-    offset += static_cast<std::uint64_t>(in);
-    length -= static_cast<std::uint64_t>(in);
+    const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, pipe.capacity()));
+    if (Status s = co_await splice_file_to_pipe(ring, file, offset, pipe.write_end(), chunk); !s) co_return s;
+    offset += chunk;
+    length -= chunk;
     // Hold the socket's last partial segment only while more is known to follow.
-    if (Status s = co_await splice_pipe_to_socket(ring, pipe.read_end(), static_cast<std::size_t>(in), socket,
-                                                  more || length > 0);
-        !s)
+    if (Status s = co_await splice_pipe_to_socket(ring, pipe.read_end(), chunk, socket, more || length > 0); !s)
       co_return s;
   }
   co_return Status{};
@@ -218,15 +234,10 @@ awaitable<Status> splice_socket_to_file(FileRing& ring, Pipe& pipe, int socket, 
     if (in == 0)
       co_return fail(std::errc::connection_reset, "the peer closed the connection with " + std::to_string(length) +
                                                       " bytes of payload still to come");
-    for (int left = in; left > 0;) {
-      int out = co_await ring.splice(pipe.read_end(), -1, file, static_cast<std::int64_t>(offset),
-                                     static_cast<std::size_t>(left), SPLICE_F_MOVE);
-      if (out < 0) co_return fail_at("write", offset, errno_code(-out));
-      if (out == 0) co_return fail_at("write", offset, std::make_error_code(std::errc::io_error));
-      left -= out;
-      offset += static_cast<std::uint64_t>(out);
-    }
-    length -= static_cast<std::uint64_t>(in);
+    const auto got = static_cast<std::size_t>(in);
+    if (Status s = co_await splice_pipe_to_file(ring, pipe.read_end(), file, offset, got); !s) co_return s;
+    offset += got;
+    length -= got;
   }
   co_return Status{};
 }

@@ -122,6 +122,13 @@ awaitable<int> FileRing::submit(Prepare prepare) {
 awaitable<Status> splice_file_to_socket(FileRing& ring, class Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more);
 
+// Moves [offset, offset + length) of a file into a pipe (its write end) with room for
+// all of it. The file ending first is an error: the source shrank.
+awaitable<Status> splice_file_to_pipe(FileRing& ring, int file, std::uint64_t offset, int pipe, std::size_t length);
+
+// Moves the `length` bytes waiting in a pipe (its read end) into a file at `offset`.
+awaitable<Status> splice_pipe_to_file(FileRing& ring, int pipe, int file, std::uint64_t offset, std::size_t length);
+
 // Sends the `length` bytes waiting in a pipe (its read end) to a socket.
 awaitable<Status> splice_pipe_to_socket(FileRing& ring, int pipe, std::size_t length, int socket, bool more);
 

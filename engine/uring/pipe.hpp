@@ -18,6 +18,8 @@ class Pipe {
 
   int read_end() const { return read_.get(); }
   int write_end() const { return write_.get(); }
+  // Bytes one splice from a file can always put in the empty pipe, whatever the file
+  // offset's alignment (the pipe's size less one page).
   std::size_t capacity() const { return capacity_; }
 
  private:

@@ -142,16 +142,8 @@ awaitable<Status> ChunkedDestination::finish() {
   if (finished_) co_return Status{};
   finished_ = true;
   Status status = explain_send_failure(co_await stream_->send(Frame{chunk_terminator_bytes, {}}));
-  if (!status) {
-    stream_->abort();
-    final_stats_ = stream_->stats();
-    co_return status;
-  }
-  co_await wait_for_peer_close(*stream_, default_peer_close_wait);
-  // Every byte is delivered; a close_notify the departed peer refuses changes nothing.
-  co_await stream_->close();
-  final_stats_ = stream_->stats();
-  co_return Status{};
+  final_stats_ = co_await end_one_way_stream(*stream_, bool(status));
+  co_return status;
 }
 
 void ChunkedDestination::abort() { stream_->abort(); }

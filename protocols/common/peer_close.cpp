@@ -17,4 +17,14 @@ awaitable<void> wait_for_peer_close(Stream& stream, std::chrono::milliseconds li
   deadline.cancel();
 }
 
+awaitable<StreamStats> end_one_way_stream(Stream& stream, bool sent_everything) {
+  if (!sent_everything) {
+    stream.abort();
+    co_return stream.stats();
+  }
+  co_await wait_for_peer_close(stream, default_peer_close_wait);
+  co_await stream.close();
+  co_return stream.stats();
+}
+
 }  // namespace sluice

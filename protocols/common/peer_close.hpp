@@ -18,4 +18,10 @@ constexpr std::chrono::seconds default_peer_close_wait{30};
 // Reads and discards until the peer closes, fails, or `limit` passes; never fails.
 awaitable<void> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit);
 
+// Ends a one-way stream after its last send: on success waits for the peer to close,
+// then closes (every byte was delivered; a close_notify the departed peer refuses
+// changes nothing); after a failed send aborts, so the receiver sees the stream cut
+// short. Returns the stream's final statistics.
+awaitable<StreamStats> end_one_way_stream(Stream& stream, bool sent_everything);
+
 }  // namespace sluice

@@ -61,17 +61,8 @@ awaitable<Status> RawDestination::finish() {
   if (finished_) co_return Status{};
   Status status = co_await send_zeros_until(image_size_);
   finished_ = true;
-  // A failed stream is not closed cleanly: the receiver must see it as cut short.
-  if (!status) {
-    stream_->abort();
-    final_stats_ = stream_->stats();
-    co_return status;
-  }
-  co_await wait_for_peer_close(*stream_, default_peer_close_wait);
-  // Every byte is delivered; a close_notify the departed peer refuses changes nothing.
-  co_await stream_->close();
-  final_stats_ = stream_->stats();
-  co_return Status{};
+  final_stats_ = co_await end_one_way_stream(*stream_, bool(status));
+  co_return status;
 }
 
 void RawDestination::abort() { stream_->abort(); }

@@ -43,6 +43,12 @@ expect("WRITE over 32 MiB", lambda: h.pwrite(b"y" * (32 * M + 4096), 0), errno.E
 # The refused payload was read past: the connection is still in step.
 assert h.pread(4096, 0) == bytes(4096), "connection out of step after the refused WRITE"
 assert h.pread(4096, 32 * M) == bytes(4096), "the refused WRITE was written"
+# Data spliced from an offset that is not page aligned spans one page more than its
+# length: a READ of several pipefuls there must still complete (it once could not).
+data = bytes(range(256)) * (3 * M // 256)
+h.pwrite(data, 512)
+assert h.pread(len(data), 512) == data, "a READ at an unaligned offset came back wrong"
+print("ok: a 3 MiB READ at offset 512")
 expect("unknown command flag", lambda: h.pread(512, 0, flags=1 << 7), errno.EINVAL)
 expect("NO_HOLE on READ", lambda: h.pread(512, 0, flags=nbd.CMD_FLAG_NO_HOLE), errno.EINVAL)
 expect("REQ_ONE on WRITE", lambda: h.pwrite(b"z" * 512, 0, flags=nbd.CMD_FLAG_REQ_ONE), errno.EINVAL)
