@@ -2,6 +2,7 @@
 
 #include "apps/libsluice/nbd_endpoints.hpp"
 #include "engine/net/address.hpp"
+#include "engine/net/deadline.hpp"
 #include "engine/net/socket_stream.hpp"
 #include "engine/net/tls_stream.hpp"
 #include "protocols/chunked/chunked_destination.hpp"
@@ -36,6 +37,10 @@ Result<NetAddress> address_of(const Uri& uri) {
   return address;
 }
 
+std::string timed_out_message(const std::string& what, const EndpointOptions& options) {
+  return what + " did not finish within " + std::to_string(options.timeout.count()) + " seconds (--timeout)";
+}
+
 awaitable<Result<std::unique_ptr<Stream>>> connect_stream(const Uri& uri, const NetAddress& address,
                                                           const EndpointOptions& options) {
   std::shared_ptr<TlsContext> tls;
@@ -44,12 +49,17 @@ awaitable<Result<std::unique_ptr<Stream>>> connect_stream(const Uri& uri, const 
     if (!context) co_return tl::unexpected(context.error());
     tls = *context;
   }
-  auto socket = co_await connect_to(address);
+  auto socket = co_await connect_to(address, options.timeout);
   if (!socket) co_return tl::unexpected(socket.error());
-  if (!tls) co_return std::unique_ptr<Stream>(std::make_unique<SocketStream>(std::move(*socket), options.stream));
+  StreamOptions stream_options = options.stream;
+  stream_options.stall_timeout = options.timeout;
+  if (!tls) co_return std::unique_ptr<Stream>(std::make_unique<SocketStream>(std::move(*socket), stream_options));
   // The name to verify (and send as SNI) is the one the user connected to, unless told.
   std::string hostname = options.tls.hostname.empty() ? uri.host : options.tls.hostname;
-  auto stream = co_await TlsStream::handshake(tls, std::move(*socket), options.stream, hostname);
+  Deadline deadline(co_await asio::this_coro::executor, options.timeout, socket->native_handle(), nullptr);
+  auto stream = co_await TlsStream::handshake(tls, std::move(*socket), stream_options, hostname);
+  deadline.disarm();
+  if (deadline.fired()) co_return fail(std::errc::timed_out, timed_out_message("the TLS handshake", options));
   if (!stream) co_return tl::unexpected(stream.error());
   co_return std::unique_ptr<Stream>(std::move(*stream));
 }
@@ -79,7 +89,12 @@ awaitable<Result<std::unique_ptr<Destination>>> open_stream_destination(const Ur
     // The cookie tells xapi the body is Chunked; an unframed body must not claim it.
     request.chunked = protocol == "chunked";
     request.user_agent = "sluice";
+    Deadline deadline(co_await asio::this_coro::executor, options.timeout, (*stream)->socket_fd(), stream->get());
     auto answer = co_await start_http_import(**stream, uri, request);
+    deadline.disarm();
+    if (deadline.fired())
+      co_return fail(std::errc::timed_out, uri.scheme + "://" + uri.authority() + uri.raw_path + ": " +
+                                               timed_out_message("the HTTP request (waiting for its answer)", options));
     if (!answer)
       co_return fail(answer.error().code,
                      uri.scheme + "://" + uri.authority() + uri.raw_path + ": " + answer.error().message);

@@ -9,6 +9,9 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 
+#include <string>
+
+#include "engine/net/deadline.hpp"
 #include "engine/uri.hpp"
 
 namespace sluice {
@@ -20,13 +23,46 @@ std::string NetAddress::describe() const {
 }
 
 awaitable<Result<Socket>> connect_to(const NetAddress& address) {
+  co_return co_await connect_to(address, std::chrono::seconds{0});
+}
+
+namespace {
+
+// One connection attempt, bounded by `timeout` (shutting down a socket that is still
+// connecting makes the connect fail at once).
+awaitable<asio::error_code> attempt_connect(Socket& socket, const asio::generic::stream_protocol::endpoint& endpoint,
+                                            std::chrono::seconds timeout, bool* timed_out) {
+  asio::error_code ec;
+  socket.open(endpoint.protocol(), ec);
+  if (ec) co_return ec;
+  Deadline deadline(co_await asio::this_coro::executor, timeout, socket.native_handle(), nullptr);
+  auto [connect_ec] = co_await socket.async_connect(endpoint, use_nothrow);
+  deadline.disarm();
+  *timed_out = deadline.fired();
+  co_return connect_ec;
+}
+
+std::string connect_failure(const NetAddress& address, asio::error_code ec, bool timed_out,
+                            std::chrono::seconds timeout) {
+  if (timed_out)
+    return "cannot connect to " + address.describe() + ": no answer within " + std::to_string(timeout.count()) +
+           " seconds";
+  return "cannot connect to " + address.describe() + ": " + ec.message();
+}
+
+}  // namespace
+
+awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::seconds timeout) {
   auto ex = co_await asio::this_coro::executor;
-  Socket socket(ex);
+  bool timed_out = false;
   if (address.kind == NetAddress::Kind::unix_socket) {
     asio::local::stream_protocol::endpoint local(address.path);
     asio::generic::stream_protocol::endpoint endpoint(local);
-    auto [ec] = co_await socket.async_connect(endpoint, use_nothrow);
-    if (ec) co_return fail(ec, "cannot connect to " + address.describe() + ": " + ec.message());
+    Socket socket(ex);
+    asio::error_code ec = co_await attempt_connect(socket, endpoint, timeout, &timed_out);
+    if (ec || timed_out)
+      co_return fail(timed_out ? std::make_error_code(std::errc::timed_out) : ec,
+                     connect_failure(address, ec, timed_out, timeout));
     co_return socket;
   }
   asio::ip::tcp::resolver resolver(ex);
@@ -37,11 +73,12 @@ awaitable<Result<Socket>> connect_to(const NetAddress& address) {
   for (const auto& entry : results) {
     asio::generic::stream_protocol::endpoint endpoint(entry.endpoint());
     Socket attempt(ex);
-    auto [ec] = co_await attempt.async_connect(endpoint, use_nothrow);
-    if (!ec) co_return attempt;
+    asio::error_code ec = co_await attempt_connect(attempt, endpoint, timeout, &timed_out);
+    if (!ec && !timed_out) co_return attempt;
     last = ec;
   }
-  co_return fail(last, "cannot connect to " + address.describe() + ": " + last.message());
+  co_return fail(timed_out ? std::make_error_code(std::errc::timed_out) : last,
+                 connect_failure(address, last, timed_out, timeout));
 }
 
 Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog) {

@@ -1,6 +1,7 @@
 // Where to connect or listen: a TCP host and port, or a Unix socket path.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -27,6 +28,9 @@ struct NetAddress {
 using Acceptor = asio::basic_socket_acceptor<asio::generic::stream_protocol>;
 
 awaitable<Result<Socket>> connect_to(const NetAddress& address);
+// The same, giving up on an address that has not answered within `timeout` (a host
+// that drops the connection request would otherwise hold it for minutes).
+awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::seconds timeout);
 
 // Listens on `address`; a stale Unix socket file left by a dead server is replaced.
 Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog = 128);

@@ -1,6 +1,9 @@
 #include "engine/net/stream.hpp"
 
+#include <string>
 #include <vector>
+
+#include "engine/net/deadline.hpp"
 
 namespace sluice {
 
@@ -23,7 +26,7 @@ awaitable<void> Stream::write_queued() {
       batch.push_back(queue_.front());
       queue_.pop_front();
     }
-    Status status = co_await transmit(batch, !queue_.empty());
+    Status status = co_await transmit_bounded(batch, !queue_.empty());
     for (Pending& p : batch) p.done->complete(status);
     if (!status) {
       fail_pending(status.error());
@@ -31,6 +34,20 @@ awaitable<void> Stream::write_queued() {
     }
   }
   writing_ = false;
+}
+
+awaitable<Status> Stream::transmit_bounded(std::span<const Pending> batch, bool more) {
+  const std::chrono::seconds limit = stall_timeout();
+  if (limit.count() <= 0) co_return co_await transmit(batch, more);
+  // One batch is at most batch_bytes() (1 MiB): a peer that takes none of it within
+  // the limit has stopped reading, it is not merely slow.
+  Deadline deadline(co_await asio::this_coro::executor, limit, -1, this);
+  Status status = co_await transmit(batch, more);
+  deadline.disarm();
+  if (!status && deadline.fired())
+    co_return fail(std::errc::timed_out, "sending to " + peer() + " stalled for " + std::to_string(limit.count()) +
+                                             " seconds: the peer stopped reading");
+  co_return status;
 }
 
 void Stream::fail_pending(const Error& error) {

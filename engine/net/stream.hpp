@@ -8,6 +8,7 @@
 // the callers and no lock is needed. Reading is for one reader at a time.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -53,6 +54,9 @@ struct StreamStats {
 struct StreamOptions {
   bool nodelay = true;            // TCP_NODELAY; Sluice batches itself
   std::size_t batch_bytes = 1u << 20;  // most bytes one gathered write carries
+  // A gathered write the peer takes none of for this long fails, and the stream is
+  // aborted: a receiver that stopped reading must not hang the sender (0: wait forever).
+  std::chrono::seconds stall_timeout{0};
 };
 
 class Stream {
@@ -94,12 +98,15 @@ class Stream {
   virtual std::size_t batch_bytes() const = 0;
   // How many frames may go into one transmit() call.
   virtual std::size_t batch_frames() const = 0;
+  virtual std::chrono::seconds stall_timeout() const { return {}; }
 
   // Fails everything queued (used by abort()).
   void fail_pending(const Error& error);
 
  private:
   awaitable<void> write_queued();
+  // transmit(), failed with a timeout if the peer takes nothing for stall_timeout().
+  awaitable<Status> transmit_bounded(std::span<const Pending> batch, bool more);
 
   std::deque<Pending> queue_;
   bool writing_ = false;

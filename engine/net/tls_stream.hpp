@@ -46,6 +46,7 @@ class TlsStream final : public Stream {
  protected:
   awaitable<Status> transmit(std::span<const Pending> batch, bool more) override;
   std::size_t batch_bytes() const override { return options_.batch_bytes; }
+  std::chrono::seconds stall_timeout() const override { return options_.stall_timeout; }
   std::size_t batch_frames() const override { return 64; }
 
  private:

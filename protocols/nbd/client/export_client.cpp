@@ -1,10 +1,9 @@
 #include "protocols/nbd/client/export_client.hpp"
 
-#include <sys/socket.h>
-
 #include <cassert>
 
 #include "engine/net/address.hpp"
+#include "engine/net/deadline.hpp"
 #include "engine/net/socket_stream.hpp"
 #include "engine/task_group.hpp"
 #include "protocols/nbd/client/handshake.hpp"
@@ -13,51 +12,12 @@ namespace sluice::nbd {
 
 namespace {
 
-// Bounds a handshake: when the time is up it shuts the socket down, which makes
-// whatever the handshake waits for fail. The socket's descriptor survives STARTTLS
-// (the socket moves into the TLS stream), so shutting it down reaches the TLS
-// handshake too. The state is shared with the timer's handler, which may run after
-// this object is gone (it then finds the deadline disarmed).
-class HandshakeDeadline {
- public:
-  HandshakeDeadline(executor ex, std::chrono::seconds timeout, int fd, Stream* stream)
-      : timer_(ex), state_(std::make_shared<State>(State{true, false, fd, stream})) {
-    if (timeout.count() <= 0) return;
-    timer_.expires_after(timeout);
-    timer_.async_wait([state = state_](const asio::error_code& ec) {
-      if (ec || !state->armed) return;
-      state->fired = true;
-      if (state->fd >= 0)
-        ::shutdown(state->fd, SHUT_RDWR);
-      else if (state->stream != nullptr)
-        state->stream->abort();
-    });
-  }
-  ~HandshakeDeadline() { disarm(); }
-  // Must be called as soon as the handshake returns, before the stream may be closed.
-  void disarm() {
-    state_->armed = false;
-    timer_.cancel();
-  }
-  bool fired() const { return state_->fired; }
-
- private:
-  struct State {
-    bool armed;
-    bool fired;
-    int fd;
-    Stream* stream;
-  };
-  asio::steady_timer timer_;
-  std::shared_ptr<State> state_;
-};
-
 awaitable<Result<std::unique_ptr<Connection>>> handshake_on(std::unique_ptr<Stream> stream, int fd,
                                                             const ClientOptions& options,
                                                             const std::string& display) {
   auto ex = co_await asio::this_coro::executor;
   const std::string peer = stream->peer();
-  HandshakeDeadline deadline(ex, options.timeout, fd, stream.get());
+  Deadline deadline(ex, options.timeout, fd, stream.get());
   auto negotiated = co_await negotiate(std::move(stream), options);
   deadline.disarm();
   if (!negotiated) {
@@ -73,7 +33,7 @@ awaitable<Result<std::unique_ptr<Connection>>> handshake_on(std::unique_ptr<Stre
 }
 
 awaitable<Result<std::unique_ptr<Connection>>> connect_one(const Target& target, const ClientOptions& options) {
-  auto socket = co_await connect_to(target.address);
+  auto socket = co_await connect_to(target.address, options.timeout);
   if (!socket) co_return fail(socket.error().code, target.display + ": " + socket.error().message);
   const int fd = socket->native_handle();
   auto stream = std::make_unique<SocketStream>(std::move(*socket), options.stream);

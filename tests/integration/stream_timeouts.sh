@@ -1,0 +1,92 @@
+#!/bin/bash
+# --timeout on stream destinations: a receiver that accepts and then stops reading, an
+# HTTP server that never answers the PUT, a TLS port that never answers the handshake,
+# and a listener that never accepts. Each copy must fail with exit 1 and a message
+# naming what stalled, soon after the timeout, never hang.
+source "$SOURCE_ROOT/tests/integration/stream_lib.sh"
+
+# A peer that accepts (or, with "no-accept", only listens with a full queue) and
+# then does nothing at all; "http" reads the request head first.
+stall_server() {
+  local port=$1 mode=$2
+  $PY - "$port" "$mode" <<'PYEOF' &
+import socket, sys, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+if mode == "no-accept":
+    # A backlog of 0 holds one connection; a second one fills the queue, so the
+    # kernel drops further connection requests (SYNs) instead of answering them.
+    s.listen(0)
+    fillers = []
+    for _ in range(2):
+        c = socket.socket(); c.setblocking(False)
+        try: c.connect(("127.0.0.1", port))
+        except BlockingIOError: pass
+        fillers.append(c)
+    time.sleep(120)
+    sys.exit(0)
+s.listen(4)
+c, _ = s.accept()
+# Small buffers so a stalled reader fills them quickly.
+if mode == "http":
+    head = b""
+    while b"\r\n\r\n" not in head:
+        more = c.recv(4096)
+        if not more: break
+        head += more
+time.sleep(120)
+PYEOF
+  SERVER_PIDS+=($!)
+}
+
+make_image src.img $((64 << 20))
+
+# expect_timeout NAME URI PATTERN [options]: the copy fails within the bound, naming PATTERN.
+expect_timeout() {
+  local name=$1 uri=$2 pattern=$3; shift 3
+  local start=$SECONDS rc=0
+  timeout 60 "$SLUICE" copy --timeout 2 "$@" src.img "$uri" 2>err.txt || rc=$?
+  local took=$((SECONDS - start))
+  if [ "$rc" -ne 1 ]; then fail "$name: exit $rc, expected 1 ($(cat err.txt))"; return; fi
+  if ! grep -q "$pattern" err.txt; then fail "$name: message does not say '$pattern': $(cat err.txt)"; return; fi
+  if [ "$took" -gt 20 ]; then fail "$name: took ${took}s with --timeout 2"; return; fi
+  pass "$name: exit 1 after ${took}s: $(tail -1 err.txt)"
+}
+
+port=$(free_port); stall_server "$port" read
+wait_listening "tcp://127.0.0.1:$port"
+expect_timeout "receiver stops reading (tcp)" "tcp://127.0.0.1:$port" "the peer stopped reading"
+
+port=$(free_port); stall_server "$port" read
+wait_listening "tcp://127.0.0.1:$port"
+expect_timeout "receiver stops reading (raw)" "tcp://127.0.0.1:$port" "the peer stopped reading" --protocol raw
+
+port=$(free_port); stall_server "$port" http
+wait_listening "tcp://127.0.0.1:$port"
+expect_timeout "HTTP server never answers" "http://127.0.0.1:$port/import" "HTTP request (waiting for its answer)"
+
+port=$(free_port); stall_server "$port" read
+wait_listening "tcp://127.0.0.1:$port"
+expect_timeout "TLS handshake never answered" "tls://127.0.0.1:$port" "TLS handshake did not finish" --tls-no-verify
+
+port=$(free_port); stall_server "$port" no-accept
+wait_listening "tcp://127.0.0.1:$port"
+sleep 0.3  # let the fillers take the queue
+expect_timeout "connection never accepted" "tcp://127.0.0.1:$port" "no answer within 2 seconds"
+
+# Without --timeout nothing changes for a healthy receiver: a real transfer still
+# completes and verifies (the deadline must not fire on a slow start).
+port=$(free_port)
+"$SLUICE" serve --listen "tcp://127.0.0.1:$port" --output out.img --size $((64 << 20)) --once 2>serve.err &
+SERVER_PIDS+=($!)
+wait_listening "tcp://127.0.0.1:$port"
+if "$SLUICE" copy --timeout 2 src.img "tcp://127.0.0.1:$port" 2>copy.err && wait "${SERVER_PIDS[-1]}" &&
+   cmp -s src.img out.img; then
+  pass "a healthy transfer with --timeout 2 completes and matches"
+else
+  fail "healthy transfer with --timeout: $(cat copy.err serve.err)"
+fi
+
+finish
