@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "apps/libsluice/sluice.hpp"
+#include "apps/sluice/endpoint_flags.hpp"
 #include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/stats_json.hpp"
 #include "apps/sluice/usage_error.hpp"
@@ -16,7 +18,7 @@
 namespace sluice::cli {
 
 void copy_usage() {
-  std::fputs(
+  std::printf(
       "usage: sluice copy [options] SOURCE DESTINATION\n"
       "\n"
       "SOURCE and DESTINATION: a path or file:///path (regular file or block device), or an\n"
@@ -42,22 +44,11 @@ void copy_usage() {
       "                        --progress=xapi)\n"
       "\n"
       "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n"
-      "  --protocol chunked|raw|nbd   framing on tcp://, tls://, unix:// (default chunked);\n"
-      "                        with nbd they also work as sources (tls://: STARTTLS required)\n"
-      "  --tls-ca FILE         trust these CAs (default: the system's)\n"
-      "  --tls-cert FILE, --tls-key FILE   a client certificate\n"
-      "  --tls-no-verify       do not verify the server's certificate or name\n"
-      "  --tls-hostname NAME   the name to send (SNI) and verify\n"
-      "  --tls-psk-file FILE   pre-shared keys, identity:hexkey lines\n"
-      "  --tls-ciphers LIST, --tls-ciphersuites LIST, --tls12\n"
-      "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
-      "  --connections N       NBD connections when the server allows multi-conn\n"
-      "  --timeout SECONDS     fail when the peer stops answering for this long with\n"
-      "                        requests pending (also bounds the NBD handshake)\n"
+      "%s"
       "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
       "2 on a usage error.\n",
-      stdout);
+      endpoint_flags_help);
 }
 
 namespace {
@@ -74,19 +65,6 @@ enum Option {
   opt_progress,
   opt_stats,
   opt_help,
-  opt_protocol,
-  opt_tls_ca,
-  opt_tls_cert,
-  opt_tls_key,
-  opt_tls_no_verify,
-  opt_tls_hostname,
-  opt_tls_psk_file,
-  opt_tls_ciphers,
-  opt_tls_ciphersuites,
-  opt_tls12,
-  opt_no_nodelay,
-  opt_connections,
-  opt_timeout,
 };
 
 std::uint64_t size_argument(const char* name, const char* text) {
@@ -105,7 +83,7 @@ struct CopyRequest {
 };
 
 CopyRequest parse(int argc, char** argv) {
-  static const struct option options[] = {
+  std::vector<struct option> options = {
       {"depth", required_argument, nullptr, opt_depth},
       {"request-size", required_argument, nullptr, opt_request_size},
       {"sparse", required_argument, nullptr, opt_sparse},
@@ -119,26 +97,14 @@ CopyRequest parse(int argc, char** argv) {
       {"progress", optional_argument, nullptr, opt_progress},
       {"stats", no_argument, nullptr, opt_stats},
       {"help", no_argument, nullptr, opt_help},
-      {"protocol", required_argument, nullptr, opt_protocol},
-      {"tls-ca", required_argument, nullptr, opt_tls_ca},
-      {"tls-cert", required_argument, nullptr, opt_tls_cert},
-      {"tls-key", required_argument, nullptr, opt_tls_key},
-      {"tls-no-verify", no_argument, nullptr, opt_tls_no_verify},
-      {"tls-hostname", required_argument, nullptr, opt_tls_hostname},
-      {"tls-psk-file", required_argument, nullptr, opt_tls_psk_file},
-      {"tls-ciphers", required_argument, nullptr, opt_tls_ciphers},
-      {"tls-ciphersuites", required_argument, nullptr, opt_tls_ciphersuites},
-      {"tls12", no_argument, nullptr, opt_tls12},
-      {"no-nodelay", no_argument, nullptr, opt_no_nodelay},
-      {"connections", required_argument, nullptr, opt_connections},
-      {"timeout", required_argument, nullptr, opt_timeout},
-      {nullptr, 0, nullptr, 0},
   };
+  options.insert(options.end(), endpoint_flags().begin(), endpoint_flags().end());
+  options.push_back({nullptr, 0, nullptr, 0});
   CopyRequest request;
   optind = 1;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "+h", options, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "+h", options.data(), nullptr)) != -1) {
     switch (c) {
       case opt_depth: {
         auto depth = size_argument("depth", optarg);
@@ -172,37 +138,11 @@ CopyRequest parse(int argc, char** argv) {
         break;
       }
       case opt_stats: request.stats = true; break;
-      case opt_protocol: {
-        std::string p = optarg;
-        if (p != "chunked" && p != "raw" && p != "nbd") throw UsageError("--protocol must be chunked, raw or nbd");
-        request.endpoints.protocol = p;
-        break;
-      }
-      case opt_tls_ca: request.endpoints.tls.ca_file = optarg; break;
-      case opt_tls_cert: request.endpoints.tls.certificate = optarg; break;
-      case opt_tls_key: request.endpoints.tls.private_key = optarg; break;
-      case opt_tls_no_verify: request.endpoints.tls.verify_peer = false; break;
-      case opt_tls_hostname: request.endpoints.tls.hostname = optarg; break;
-      case opt_tls_psk_file: request.endpoints.tls.psk_file = optarg; break;
-      case opt_tls_ciphers: request.endpoints.tls.ciphers = optarg; break;
-      case opt_tls_ciphersuites: request.endpoints.tls.ciphersuites = optarg; break;
-      case opt_tls12: request.endpoints.tls.tls12_only = true; break;
-      case opt_no_nodelay: request.endpoints.stream.nodelay = false; break;
-      case opt_connections: {
-        auto n = size_argument("connections", optarg);
-        if (n == 0 || n > 64) throw UsageError("--connections must be between 1 and 64");
-        request.endpoints.connections = static_cast<unsigned>(n);
-        break;
-      }
-      case opt_timeout: {
-        auto n = size_argument("timeout", optarg);
-        request.endpoints.timeout = std::chrono::seconds(n);
-        break;
-      }
       case opt_help:
       case 'h': copy_usage(); std::exit(exit_ok);
       case '?':
       default: {
+        if (apply_endpoint_flag(c, optarg, request.endpoints)) break;
         std::string bad = argv[optind - 1] ? argv[optind - 1] : "?";
         throw UsageError("unknown or incomplete option '" + bad + "'");
       }

@@ -1,12 +1,14 @@
 #include "apps/sluice/info_command.hpp"
 
+#include <getopt.h>
+
 #include <cstdio>
-#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/libsluice/sluice.hpp"
+#include "apps/sluice/endpoint_flags.hpp"
 #include "apps/sluice/json_writer.hpp"
 #include "apps/sluice/usage_error.hpp"
 
@@ -43,10 +45,8 @@ awaitable<Result<ImageInfo>> map_source(Source& source) {
   co_return info;
 }
 
-awaitable<Result<ImageInfo>> gather(std::string uri) {
-  // A named object, not a temporary: g++ 12 mishandles temporaries that live across a
-  // co_await (it destroyed this one twice).
-  const EndpointOptions options;
+// `options` by value: the coroutine must own what it uses across its co_awaits.
+awaitable<Result<ImageInfo>> gather(std::string uri, EndpointOptions options) {
   auto source = co_await open_source(uri, options);
   if (!source) co_return tl::unexpected(source.error());
   auto info = co_await map_source(**source);
@@ -57,29 +57,41 @@ awaitable<Result<ImageInfo>> gather(std::string uri) {
 
 }  // namespace
 
+enum InfoOption { opt_json = 256, opt_help };
+
 int info_command(int argc, char** argv) {
+  std::vector<struct option> options = {
+      {"json", no_argument, nullptr, opt_json},
+      {"help", no_argument, nullptr, opt_help},
+  };
+  options.insert(options.end(), endpoint_flags().begin(), endpoint_flags().end());
+  options.push_back({nullptr, 0, nullptr, 0});
   bool json = false;
-  std::string uri;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--json") == 0) {
+  EndpointOptions endpoints;
+  optind = 1;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "+h", options.data(), nullptr)) != -1) {
+    if (c == opt_json) {
       json = true;
-    } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::puts("usage: sluice info [--json] SOURCE\n\n"
-                "Prints the image's size, format, allocated bytes and extent map.");
+    } else if (c == opt_help || c == 'h') {
+      std::printf("usage: sluice info [--json] [options] SOURCE\n\n"
+                  "Prints the image's size, format, allocated bytes and extent map. SOURCE is\n"
+                  "anything `sluice copy` reads; the options say how to reach it:\n\n%s",
+                  endpoint_flags_help);
       return exit_ok;
-    } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-      throw UsageError(std::string("unknown option '") + argv[i] + "'");
-    } else if (uri.empty()) {
-      uri = argv[i];
-    } else {
-      throw UsageError("info takes one SOURCE");
+    } else if (!apply_endpoint_flag(c, optarg, endpoints)) {
+      std::string bad = argv[optind - 1] ? argv[optind - 1] : "?";
+      throw UsageError("unknown or incomplete option '" + bad + "'");
     }
   }
-  if (uri.empty()) throw UsageError("info needs a SOURCE");
+  if (argc - optind > 1) throw UsageError("info takes one SOURCE");
+  if (argc - optind < 1) throw UsageError("info needs a SOURCE");
+  const std::string uri = argv[optind];
 
   asio::io_context context(1);
   std::optional<Result<ImageInfo>> result;
-  asio::co_spawn(context, gather(uri), [&](std::exception_ptr e, Result<ImageInfo> r) {
+  asio::co_spawn(context, gather(uri, endpoints), [&](std::exception_ptr e, Result<ImageInfo> r) {
     result = e ? fail(std::errc::io_error, "internal error") : std::move(r);
   });
   context.run();

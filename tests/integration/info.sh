@@ -89,7 +89,7 @@ expect_fail 1 "$scratch/missing.img: No such file or directory" "$SLUICE" info "
 expect_fail 1 "not a regular file or block device" "$SLUICE" info "$scratch"
 expect_fail 2 "info needs a SOURCE" "$SLUICE" info
 expect_fail 2 "info needs a SOURCE" "$SLUICE" info --json
-expect_fail 2 "unknown option '--yaml'" "$SLUICE" info --yaml "$f"
+expect_fail 2 "unknown or incomplete option '--yaml'" "$SLUICE" info --yaml "$f"
 expect_fail 2 "info takes one SOURCE" "$SLUICE" info "$f" "$f"
 
 log "ok"

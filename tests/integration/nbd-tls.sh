@@ -24,6 +24,12 @@ same_content "$scratch/random.img" "$scratch/readback.img"
 expect_copy "$x509_uri" "$scratch/back.img"
 same_content "$scratch/random.img" "$scratch/back.img"
 
+log "X.509: sluice info takes copy's TLS options (--tls-ca instead of tls-certificates=)"
+run_sluice info --json --tls-ca "$pki/ca-cert.pem" "nbds://localhost:$port/"
+((status == 0)) || fail "sluice info --tls-ca exited $status: $err"
+[[ $out == *'"size":67108864'* ]] || fail "sluice info --tls-ca: no size 67108864 in: $out"
+expect_failure "certificate verification failed" info --tls-ca "$scratch/other/ca-cert.pem" "nbds://localhost:$port/"
+
 log "X.509: the server's certificate from another CA is refused"
 expect_failure "certificate verification failed" copy "$scratch/random.img" "nbds://localhost:$port/?tls-certificates=$scratch/other"
 log "X.509: the wrong host name is refused"

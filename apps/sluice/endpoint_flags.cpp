@@ -1,0 +1,99 @@
+#include "apps/sluice/endpoint_flags.hpp"
+
+#include <string>
+
+#include "apps/sluice/usage_error.hpp"
+#include "engine/size_parse.hpp"
+
+namespace sluice::cli {
+
+namespace {
+
+enum Flag {
+  flag_protocol = first_endpoint_flag,
+  flag_tls_ca,
+  flag_tls_cert,
+  flag_tls_key,
+  flag_tls_no_verify,
+  flag_tls_hostname,
+  flag_tls_psk_file,
+  flag_tls_ciphers,
+  flag_tls_ciphersuites,
+  flag_tls12,
+  flag_no_nodelay,
+  flag_connections,
+  flag_timeout,
+};
+
+std::uint64_t count_argument(const char* name, const char* text) {
+  auto value = parse_size(text);
+  if (!value) throw UsageError(std::string("--") + name + ": " + value.error().message);
+  return *value;
+}
+
+}  // namespace
+
+const char* const endpoint_flags_help =
+    "  --protocol chunked|raw|nbd   framing on tcp://, tls://, unix:// (default chunked);\n"
+    "                        with nbd they also work as sources (tls://: STARTTLS required)\n"
+    "  --tls-ca FILE         trust these CAs (default: the system's)\n"
+    "  --tls-cert FILE, --tls-key FILE   a client certificate\n"
+    "  --tls-no-verify       do not verify the server's certificate or name\n"
+    "  --tls-hostname NAME   the name to send (SNI) and verify\n"
+    "  --tls-psk-file FILE   pre-shared keys, identity:hexkey lines\n"
+    "  --tls-ciphers LIST, --tls-ciphersuites LIST, --tls12\n"
+    "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
+    "  --connections N       NBD connections when the server allows multi-conn\n"
+    "  --timeout SECONDS     fail when a peer stops answering for this long: connecting,\n"
+    "                        handshakes (NBD, TLS, HTTP), an NBD server with requests\n"
+    "                        pending, a stream receiver that stops reading\n";
+
+const std::vector<struct option>& endpoint_flags() {
+  static const std::vector<struct option> flags = {
+      {"protocol", required_argument, nullptr, flag_protocol},
+      {"tls-ca", required_argument, nullptr, flag_tls_ca},
+      {"tls-cert", required_argument, nullptr, flag_tls_cert},
+      {"tls-key", required_argument, nullptr, flag_tls_key},
+      {"tls-no-verify", no_argument, nullptr, flag_tls_no_verify},
+      {"tls-hostname", required_argument, nullptr, flag_tls_hostname},
+      {"tls-psk-file", required_argument, nullptr, flag_tls_psk_file},
+      {"tls-ciphers", required_argument, nullptr, flag_tls_ciphers},
+      {"tls-ciphersuites", required_argument, nullptr, flag_tls_ciphersuites},
+      {"tls12", no_argument, nullptr, flag_tls12},
+      {"no-nodelay", no_argument, nullptr, flag_no_nodelay},
+      {"connections", required_argument, nullptr, flag_connections},
+      {"timeout", required_argument, nullptr, flag_timeout},
+  };
+  return flags;
+}
+
+bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& options) {
+  switch (code) {
+    case flag_protocol: {
+      std::string p = argument;
+      if (p != "chunked" && p != "raw" && p != "nbd") throw UsageError("--protocol must be chunked, raw or nbd");
+      options.protocol = p;
+      return true;
+    }
+    case flag_tls_ca: options.tls.ca_file = argument; return true;
+    case flag_tls_cert: options.tls.certificate = argument; return true;
+    case flag_tls_key: options.tls.private_key = argument; return true;
+    case flag_tls_no_verify: options.tls.verify_peer = false; return true;
+    case flag_tls_hostname: options.tls.hostname = argument; return true;
+    case flag_tls_psk_file: options.tls.psk_file = argument; return true;
+    case flag_tls_ciphers: options.tls.ciphers = argument; return true;
+    case flag_tls_ciphersuites: options.tls.ciphersuites = argument; return true;
+    case flag_tls12: options.tls.tls12_only = true; return true;
+    case flag_no_nodelay: options.stream.nodelay = false; return true;
+    case flag_connections: {
+      auto n = count_argument("connections", argument);
+      if (n == 0 || n > 64) throw UsageError("--connections must be between 1 and 64");
+      options.connections = static_cast<unsigned>(n);
+      return true;
+    }
+    case flag_timeout: options.timeout = std::chrono::seconds(count_argument("timeout", argument)); return true;
+    default: return false;
+  }
+}
+
+}  // namespace sluice::cli
