@@ -8,38 +8,14 @@
 # not installed prints "SKIP: why" and exits 77. Servers started here are stopped and
 # everything created lives in $scratch, removed on exit, whatever happens.
 
-set -euo pipefail
+# The common helpers (log, fail, skip, requires, on_exit, $scratch, files, cmp).
+. "$(dirname "${BASH_SOURCE[0]}")/functions.sh"
 
-test_name=$(basename "$0" .sh)
-tests_dir=$(cd "$(dirname "$0")" && pwd)
-SOURCE_ROOT=${SOURCE_ROOT:-$(cd "$tests_dir/../.." && pwd)}
-BUILD_ROOT=${BUILD_ROOT:-$SOURCE_ROOT/build}
-SLUICE=${SLUICE:-$BUILD_ROOT/apps/sluice/sluice}
-# Debian's interpreter: the first python3 on PATH may lack what the tests use, and
-# nbdsh needs Debian's python3-libnbd.
-PYTHON=/usr/bin/python3
+# nbdsh and nbdinfo's helpers are Debian's: the first python3 on PATH may lack
+# python3-libnbd.
 export PATH=/usr/bin:/usr/sbin:$PATH
 # In a sanitizer build, undefined behaviour must fail the run, not print and go on.
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-
-log() { printf '%s: %s\n' "$test_name" "$*" >&2; }
-
-fail() {
-  printf 'FAIL: %s: %s\n' "$test_name" "$*" >&2
-  exit 1
-}
-
-skip() {
-  printf 'SKIP: %s: %s\n' "$test_name" "$*" >&2
-  exit 77
-}
-
-requires() {
-  local cmd
-  for cmd in "$@"; do
-    command -v "$cmd" >/dev/null 2>&1 || skip "'$cmd' is not installed"
-  done
-}
 
 # requires_nbdkit_plugin NAME / requires_nbdkit_filter NAME
 requires_nbdkit_plugin() {
@@ -49,40 +25,7 @@ requires_nbdkit_filter() {
   nbdkit --filter="$1" null --dump-plugin >/dev/null 2>&1 || skip "nbdkit filter '$1' is not installed"
 }
 
-# --- cleanup ---------------------------------------------------------------------
-
-cleanup_actions=()
-on_exit() { cleanup_actions+=("$1"); }
-
-run_cleanup() {
-  local status=$? i
-  trap - EXIT
-  for ((i = ${#cleanup_actions[@]} - 1; i >= 0; i--)); do
-    eval "${cleanup_actions[i]}" >/dev/null 2>&1 || true
-  done
-  [[ -n ${scratch:-} && -d $scratch ]] && rm -rf -- "$scratch"
-  exit "$status"
-}
-trap run_cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-scratch=$(mktemp -d "${SLUICE_TEST_TMPDIR:-/var/tmp}/sluice-$test_name.XXXXXX")
-[[ -x $SLUICE ]] || fail "no sluice binary at '$SLUICE' (set SLUICE or build first)"
-
 # --- files -----------------------------------------------------------------------
-
-to_bytes() {
-  local n=${1%[KkMmGg]}
-  case $1 in
-    *[Kk]) echo $((n << 10)) ;;
-    *[Mm]) echo $((n << 20)) ;;
-    *[Gg]) echo $((n << 30)) ;;
-    *) echo "$1" ;;
-  esac
-}
-
-random_file() { head -c "$(to_bytes "$2")" /dev/urandom >"$1"; }
 
 # sparse_image FILE SIZE [OFFSET LENGTH]...: a sparse file with random data at the
 # given places.
@@ -96,13 +39,6 @@ sparse_image() {
       dd of="$file" bs=64K seek="$(to_bytes "$1")" oflag=seek_bytes conv=notrunc iflag=fullblock status=none
     shift 2
   done
-}
-
-size_of() { stat -c %s -- "$1"; }
-
-# same_content A B: byte-identical, same length.
-same_content() {
-  cmp -- "$1" "$2" >/dev/null 2>&1 || fail "$2 differs from $1: $(cmp -- "$1" "$2" 2>&1 | sed -n 1p)"
 }
 
 # same_prefix A B: B begins with all of A (an export may be larger than the image).
@@ -163,8 +99,6 @@ expect_failure() {
 stat_field() {
   "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1].strip().splitlines()[-1]).get(sys.argv[2], ""))' "$out" "$1"
 }
-
-assert_eq() { [[ $2 == "$3" ]] || fail "$1: got '$2', expected '$3'"; }
 
 # --- servers ---------------------------------------------------------------------
 
