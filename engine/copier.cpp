@@ -41,6 +41,7 @@ class Copier {
         options_(std::move(options)),
         pool_(ex, options_.depth, options_.request_size),
         write_slots_(ex, options_.depth),
+        scan_slots_(ex, options_.depth),
         items_(ex, options_.depth),
         filled_(ex, options_.depth * 2),
         stages_(ex, [this] { stop(); }) {
@@ -136,10 +137,10 @@ class Copier {
         break;
       }
       if (item.extent.kind == ExtentKind::data && zero_copy_ && detect_zeros_) {
-        if (Status s = co_await scan_by_reference(std::move(item)); !s) {
-          reads.fail(s.error());
-          break;
-        }
+        // Scans overlap, as buffered reads do: mapping a range makes the kernel read
+        // it in, and one at a time a cold source would be read at queue depth 1.
+        if (!co_await scan_slots_.acquire()) break;
+        reads.spawn(scan_by_reference(std::move(item)));
         continue;
       }
       if (item.extent.kind != ExtentKind::data || zero_copy_) {
@@ -167,8 +168,15 @@ class Copier {
     stats_.bytes_read += item.extent.length;
   }
 
-  // Zero detection on a mapping of the source; data runs go on by reference.
+  // Zero detection on a mapping of the source; data runs go on by reference. Holds a
+  // scan slot, taken by the caller.
   awaitable<Status> scan_by_reference(WorkItem item) {
+    Status status = co_await scan_and_pass_on(std::move(item));
+    scan_slots_.release();
+    co_return status;
+  }
+
+  awaitable<Status> scan_and_pass_on(WorkItem item) {
     const Extent extent = item.extent;
     const auto slice = source_.file_slice(extent.offset, extent.length);
     auto range = co_await MappedRange::map(FileRing::of(co_await asio::this_coro::executor), slice->fd, slice->offset,
@@ -322,6 +330,7 @@ class Copier {
     filled_.close();
     pool_.close();
     write_slots_.close();
+    scan_slots_.close();
     source_.abort();
     destination_.abort();
   }
@@ -332,6 +341,7 @@ class Copier {
   CopyOptions options_;
   BufferPool pool_;
   Credits write_slots_;
+  Credits scan_slots_;  // mapped scans in flight (zero detection by reference)
   ItemChannel items_;
   ItemChannel filled_;
   TaskGroup stages_;
