@@ -65,8 +65,12 @@ awaitable<Result<MappedRange>> MappedRange::map(FileRing& ring, int fd, std::uin
   void* mapping = ::mmap(nullptr, mapped, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
   if (mapping == MAP_FAILED) co_return fail_at("mapping the source", offset, errno_code(errno));
   MappedRange range(mapping, mapped, delta, length, offset);
-  // Reads what is not cached yet on a kernel worker, not on this thread. EFAULT: part
-  // of the range is past the end of the file now.
+  // Reads what is not cached yet on a kernel worker, not on this thread. WILLNEED first
+  // starts reading the whole range in large requests; populating alone faults the
+  // pages in a readahead window at a time (128 KiB), waiting for each. Advice only: a
+  // failure of it changes nothing. EFAULT: part of the range is past the end of the
+  // file now.
+  co_await ring.madvise(mapping, mapped, MADV_WILLNEED);
   int populated = co_await ring.madvise(mapping, mapped, MADV_POPULATE_READ);
   if (populated == -EFAULT)
     co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset) +
