@@ -3,7 +3,7 @@
 # side by side in one run (issue 2's benchmark). Not a test: nothing here is timed
 # against a limit by meson.
 #
-#   tests/bench/bench-copy.sh [--quick] [--runs N] [--dir DIR] [--output FILE]
+#   tests/bench/bench-copy.sh [--quick] [--cold] [--runs N] [--dir DIR] [--output FILE]
 #
 # Images: (a) random data, 4 GiB; (b) a 64 GiB sparse file, 5% data in scattered
 # 1..8 MiB extents. Each is copied file -> file and file -> null by every tool, N
@@ -15,6 +15,9 @@
 # docs/benchmarks.md (or --output) and prints it.
 #
 #   --quick        smoke test: 256M random, 4G sparse, 2 runs
+#   --cold         read the source from the disk: before every run its pages are
+#                  dropped from the page cache (posix_fadvise DONTNEED: no root needed,
+#                  the rest of the cache is left alone); its own section in the doc
 #   --runs N       runs per tool and route
 #   --dir DIR      where the images and copies live (default /var/tmp/sluice-bench);
 #                  kept between invocations so the images are made only once
@@ -35,6 +38,7 @@ dir=/var/tmp/sluice-bench
 output=$source_root/docs/benchmarks.md
 sluice=$source_root/build/apps/sluice/sluice
 verify_all=false
+cold=false
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 die() {
@@ -54,6 +58,7 @@ while (($#)); do
     --sluice) sluice=${2:?--sluice needs PATH}; shift ;;
     --sluice=*) sluice=${1#*=} ;;
     --verify-all) verify_all=true ;;
+    --cold) cold=true ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -177,11 +182,21 @@ command_for() {
 results=$work/results.tsv
 : >"$results"
 
+# drop_cached FILE: FILE's clean pages leave the page cache, so the next read of it
+# comes from the disk.
+drop_cached() {
+  "$PYTHON" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)' "$1"
+}
+
 # bench IMAGE-NAME SOURCE SIZE DATA-BYTES
 bench() {
   local name=$1 src=$2 size=$3 data=$4 route run i tool start end micros seconds rss verified
-  log "warming the page cache with $src"
-  cp --sparse=always "$src" /dev/null # reads the data extents, skips the holes
+  if ! $cold; then
+    log "warming the page cache with $src"
+    cp --sparse=always "$src" /dev/null # reads the data extents, skips the holes
+  fi
   for route in file null; do
     for ((run = 1; run <= runs; run++)); do
       # Rotate the order every run: no tool always goes first (or last).
@@ -191,6 +206,7 @@ bench() {
         rm -f "$dst"
         sync -f "$work"
         command_for "$tool" "$route" "$src" "$size" "$dst"
+        $cold && drop_cached "$src"
         start=$EPOCHREALTIME
         if ! /usr/bin/time -f %M -o "$work/rss" "${cmd[@]}" >"$work/out" 2>&1; then
           cat "$work/out" >&2
@@ -306,9 +322,18 @@ $verify_all && verified_note="every file copy compared with cmp on every run"
 mode="full"
 $quick && mode="**quick smoke test** (small images, $runs runs) - these are not the issue's benchmark figures"
 
+marker=bench-copy
+heading="Local copies: sluice vs cp, qemu-img, nbdcopy"
+cache_note="warm; each source is read once before its runs (caches cannot be dropped on this shared machine)"
+if $cold; then
+  marker=bench-copy-cold
+  heading="$heading, cold source"
+  cache_note="cold source: before every run the source's pages are dropped from the page cache (posix_fadvise DONTNEED); the rest of the cache is left alone"
+fi
+
 report=$(cat <<EOF
-<!-- bench-copy:begin -->
-## Local copies: sluice vs cp, qemu-img, nbdcopy
+<!-- $marker:begin -->
+## $heading
 
 - Command: \`$command_line\`
 - Date: $(date -u '+%Y-%m-%d %H:%M UTC')
@@ -317,7 +342,7 @@ report=$(cat <<EOF
 - Versions: $versions
 - Images: (a) $(human "$random_size") of random data; (b) $(human "$sparse_size") sparse, $(human "$sparse_data") of data ($data_percent%) in $sparse_extents extents of 1..8 MiB at random offsets
 - Method: $runs runs per tool and route, interleaved (the tool order rotates every run); median wall time, min-max, MiB/s of the virtual size and of the data; peak RSS from \`/usr/bin/time -f %M\`
-- Page cache: warm; each source is read once before its runs (caches cannot be dropped on this shared machine)
+- Page cache: $cache_note
 - Verified: $verified_note; every run's exit status checked (null runs leave nothing to compare)
 - Speed vs fastest peer: the fastest median of cp, qemu-img and nbdcopy divided by the tool's (above 1.00x: faster than every peer)
 
@@ -334,7 +359,7 @@ What each tool ran (SRC, DST; DST is deleted, untimed, before every run):
 
 All tools use their default zero detection and request sizes; Sluice's defaults are
 depth $depth x $request requests, hence the RSS target of $((rss_limit_kib / 1024)) MiB.
-<!-- bench-copy:end -->
+<!-- $marker:end -->
 EOF
 )
 
@@ -348,11 +373,11 @@ Sections between `<!-- name:begin -->` and `<!-- name:end -->` markers are rewri
 the script that made them; rerun it to update them.
 EOF
 fi
-"$PYTHON" - "$output" "$report" <<'EOF'
+"$PYTHON" - "$output" "$report" "$marker" <<'EOF'
 import sys
-path, section = sys.argv[1], sys.argv[2]
+path, section, marker = sys.argv[1], sys.argv[2], sys.argv[3]
 text = open(path).read()
-begin, end = "<!-- bench-copy:begin -->", "<!-- bench-copy:end -->"
+begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
 if begin in text and end in text:
     text = text[:text.index(begin)] + section + text[text.index(end) + len(end):]
 else:
