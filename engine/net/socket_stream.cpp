@@ -89,6 +89,12 @@ SocketStream::SocketStream(Socket socket, StreamOptions options)
   apply_socket_options(socket_, options_);
 }
 
+bool SocketStream::set_cork(bool on) {
+  int value = on ? 1 : 0;
+  // Fails on a Unix socket, which has no segments to hold back; nothing to undo then.
+  return ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value) == 0;
+}
+
 SocketStream::~SocketStream() {
   asio::error_code ignored;
   socket_.close(ignored);
@@ -106,6 +112,7 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
   // sends what was gathered (its header included) corked, then splices the payload.
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch.size() * 2);
+  bool corked = false;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Frame& f = batch[i].frame;
     if (f.contiguous() && !f.head.empty() && !f.body.empty()) {
@@ -115,6 +122,7 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
       if (!f.body.empty()) buffers.emplace_back(f.body.data(), f.body.size());
     }
     if (f.file.length == 0 && f.piped.length == 0) continue;
+    if (!corked) corked = set_cork(true);
     if (Status s = co_await send_memory(buffers, true); !s) co_return s;
     bool last = i + 1 == batch.size();
     if (f.piped.length > 0) {
@@ -139,7 +147,9 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
     }
     stats_.bytes_sent += f.file.length;
   }
-  co_return co_await send_memory(buffers, more);
+  Status sent = co_await send_memory(buffers, more);
+  if (corked) set_cork(false);
+  co_return sent;
 }
 
 awaitable<Status> SocketStream::read_exactly(std::span<std::byte> into) {

@@ -40,6 +40,8 @@ class SocketStream final : public Stream {
 
  private:
   awaitable<Status> send_memory(std::vector<asio::const_buffer>& buffers, bool more);
+  // TCP_CORK on or off; false where the socket has no such option (Unix sockets).
+  bool set_cork(bool on);
 
   Socket socket_;
   StreamOptions options_;
