@@ -73,8 +73,7 @@ awaitable<Result<MappedRange>> MappedRange::map(FileRing& ring, int fd, std::uin
   co_await ring.madvise(mapping, mapped, MADV_WILLNEED);
   int populated = co_await ring.madvise(mapping, mapped, MADV_POPULATE_READ);
   if (populated == -EFAULT)
-    co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset) +
-                                            ": unexpected end of file (the source shrank while being copied?)");
+    co_return fail_source_shrank(offset);
   if (populated < 0 && populated != -EINVAL && populated != -EOPNOTSUPP)
     co_return fail_at("read", offset, errno_code(-populated));
   co_return range;
@@ -95,8 +94,7 @@ Result<std::vector<Run>> MappedRange::zero_runs(std::uint64_t base, std::size_t 
   const std::span<const std::byte> bytes(static_cast<const std::byte*>(mapping_) + delta_, length_);
   std::vector<std::uint8_t> flags(zero_chunk_count(bytes.size(), base, granularity));
   if (!mark_zero_chunks_guarded(bytes, base, granularity, flags))
-    return fail(std::errc::io_error, "read at offset " + std::to_string(offset_) +
-                                         ": unexpected end of file (the source shrank while being copied?)");
+    return fail_source_shrank(offset_);
   return runs_from_zero_chunks(bytes.size(), base, granularity, flags);
 }
 

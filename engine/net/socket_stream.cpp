@@ -90,9 +90,12 @@ SocketStream::SocketStream(Socket socket, StreamOptions options)
 }
 
 bool SocketStream::set_cork(bool on) {
+  if (!cork_works_) return false;
   int value = on ? 1 : 0;
-  // Fails on a Unix socket, which has no segments to hold back; nothing to undo then.
-  return ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value) == 0;
+  // Fails on a Unix socket, which has no segments to hold back: nothing to undo then,
+  // and no need to ask again.
+  cork_works_ = ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value) == 0;
+  return cork_works_;
 }
 
 SocketStream::~SocketStream() {

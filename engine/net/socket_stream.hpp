@@ -46,6 +46,7 @@ class SocketStream final : public Stream {
   Socket socket_;
   StreamOptions options_;
   std::optional<Pipe> pipe_;  // for FileSlice frames, made on first use
+  bool cork_works_ = true;    // false once TCP_CORK was refused (a Unix socket)
   std::string peer_;
   StreamStats stats_;
 };

@@ -174,13 +174,17 @@ awaitable<int> splice_waiting(FileRing& ring, int fd_in, int fd_out, std::size_t
 
 }  // namespace
 
+tl::unexpected<Error> fail_source_shrank(std::uint64_t offset) {
+  return fail(std::errc::io_error, "read at offset " + std::to_string(offset) +
+                                       ": unexpected end of file (the source shrank while being copied?)");
+}
+
 awaitable<Status> splice_file_to_pipe(FileRing& ring, int file, std::uint64_t offset, int pipe, std::size_t length) {
   for (std::size_t done = 0; done < length;) {
     int n = co_await ring.splice(file, static_cast<std::int64_t>(offset + done), pipe, -1, length - done, SPLICE_F_MOVE);
     if (n < 0) co_return fail_at("read", offset + done, errno_code(-n));
     if (n == 0)
-      co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset + done) +
-                                              ": unexpected end of file (the source shrank while being copied?)");
+      co_return fail_source_shrank(offset + done);
     done += static_cast<std::size_t>(n);
   }
   co_return Status{};
@@ -249,8 +253,7 @@ awaitable<Status> ring_read_exactly(FileRing& ring, int fd, std::uint64_t offset
     int n = co_await ring.read(fd, offset + done, into.subspan(done), offload);
     if (n < 0) co_return fail_at("read", offset + done, errno_code(-n));
     if (n == 0)
-      co_return fail(std::errc::io_error, "read at offset " + std::to_string(offset + done) +
-                                              ": unexpected end of file (the source shrank while being copied?)");
+      co_return fail_source_shrank(offset + done);
     done += static_cast<std::size_t>(n);
   }
   co_return Status{};

@@ -122,6 +122,10 @@ awaitable<int> FileRing::submit(Prepare prepare) {
 awaitable<Status> splice_file_to_socket(FileRing& ring, class Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more);
 
+// The error for a source file that ended before `offset`, which its size promised:
+// it shrank while being copied. One wording for every way of reading it.
+tl::unexpected<Error> fail_source_shrank(std::uint64_t offset);
+
 // Moves [offset, offset + length) of a file into a pipe (its write end) with room for
 // all of it. The file ending first is an error: the source shrank.
 awaitable<Status> splice_file_to_pipe(FileRing& ring, int file, std::uint64_t offset, int pipe, std::size_t length);
