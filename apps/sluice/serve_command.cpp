@@ -5,10 +5,15 @@
 
 #include <asio/signal_set.hpp>
 #include <cstdio>
+#include <algorithm>
+#include <memory>
 #include <optional>
+#include <thread>
+#include <vector>
 
 #include "apps/sluice/serve_service.hpp"
 #include "apps/sluice/usage_error.hpp"
+#include "engine/loop_threads.hpp"
 #include "engine/net/address.hpp"
 #include "engine/net/server_loop.hpp"
 #include "engine/size_parse.hpp"
@@ -39,6 +44,8 @@ void serve_usage() {
       "  --read-only           refuse writes\n"
       "  --tls=require|off     STARTTLS policy (require when credentials are given)\n"
       "  --max-connections N   refuse connections beyond N (default 16)\n"
+      "  --threads N           event-loop threads serving connections, each connection\n"
+      "                        on one of them (default: one per CPU, at most 8)\n"
       "  --handshake-timeout S drop clients stalled in the handshake (default 30)\n"
       "\n"
       "TLS (tls:// listeners, NBD STARTTLS):\n"
@@ -56,7 +63,7 @@ void serve_usage() {
 
 enum Option {
   opt_listen = 256, opt_protocol, opt_http, opt_output, opt_size, opt_once, opt_direct, opt_no_zero_copy, opt_progress,
-  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_handshake_timeout, opt_tls_cert, opt_tls_key,
+  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_threads, opt_handshake_timeout, opt_tls_cert, opt_tls_key,
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
 
@@ -81,6 +88,7 @@ ServeOptions parse(int argc, char** argv) {
       {"read-only", no_argument, nullptr, opt_read_only},
       {"tls", required_argument, nullptr, opt_tls},
       {"max-connections", required_argument, nullptr, opt_max_connections},
+      {"threads", required_argument, nullptr, opt_threads},
       {"handshake-timeout", required_argument, nullptr, opt_handshake_timeout},
       {"tls-cert", required_argument, nullptr, opt_tls_cert},
       {"tls-key", required_argument, nullptr, opt_tls_key},
@@ -136,6 +144,12 @@ ServeOptions parse(int argc, char** argv) {
         o.max_connections = static_cast<std::size_t>(n);
         break;
       }
+      case opt_threads: {
+        auto n = number_argument("threads", optarg);
+        if (n == 0 || n > 64) throw UsageError("--threads must be between 1 and 64");
+        o.threads = static_cast<std::size_t>(n);
+        break;
+      }
       case opt_handshake_timeout: {
         auto n = number_argument("handshake-timeout", optarg);
         if (n == 0) throw UsageError("--handshake-timeout must be at least 1 second");
@@ -166,7 +180,11 @@ ServeOptions parse(int argc, char** argv) {
   } else {
     if (o.output.empty()) throw UsageError("--protocol " + o.protocol + " needs --output PATH");
     if (!o.exports.empty()) throw UsageError("--export is for --protocol nbd");
+    // One image written by one connection at a time: more loops would only wait.
+    if (o.threads > 1) throw UsageError("--threads is for --protocol nbd");
+    o.threads = 1;
   }
+  if (o.threads == 0) o.threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   if (!o.tls.certificate.empty() && o.tls.private_key.empty()) o.tls.private_key = o.tls.certificate;
   return o;
 }
@@ -199,23 +217,37 @@ int serve_command(int argc, char** argv) {
     loop_options.tls = *tls;
   }
 
-  auto service = options.protocol == "nbd" ? make_nbd_service(ex, options) : make_stream_receiver(ex, options);
-  if (!service) {
-    std::fprintf(stderr, "sluice: %s\n", service.error().message.c_str());
-    return exit_transfer_error;
+  // The main loop accepts and serves; each further thread runs a loop of its own with
+  // its own service (its own open exports), so connections share nothing across threads.
+  LoopThreads extra_loops(options.threads - 1);
+  std::vector<executor> loops{ex};
+  for (std::size_t i = 0; i < extra_loops.size(); ++i) loops.push_back(extra_loops.at(i));
+  std::vector<ServeService> services;
+  std::vector<ServerWorker> workers;
+  for (const executor& loop_ex : loops) {
+    auto service =
+        options.protocol == "nbd" ? make_nbd_service(loop_ex, options) : make_stream_receiver(loop_ex, options);
+    if (!service) {
+      std::fprintf(stderr, "sluice: %s\n", service.error().message.c_str());
+      return exit_transfer_error;
+    }
+    workers.push_back(ServerWorker{loop_ex, service->handler});
+    services.push_back(std::move(*service));
   }
   auto acceptor = listen_on(ex, where->address);
   if (!acceptor) {
     std::fprintf(stderr, "sluice: %s\n", acceptor.error().message.c_str());
     return exit_transfer_error;
   }
-  ServerLoop loop(std::move(*acceptor), service->handler, loop_options);
+  ServerLoop loop(std::move(*acceptor), std::move(workers), loop_options);
+  extra_loops.start();
 
   asio::signal_set signals(context, SIGINT, SIGTERM);
   signals.async_wait([&](const asio::error_code& ec, int) {
     if (ec) return;
     loop.stop();
-    service->stop();
+    // Each service winds down on its own loop's thread.
+    for (std::size_t i = 0; i < services.size(); ++i) asio::post(loops[i], services[i].stop);
   });
 
   std::optional<Status> result;
@@ -224,6 +256,7 @@ int serve_command(int argc, char** argv) {
     signals.cancel();
   });
   context.run();
+  extra_loops.stop();
   if (!result || !*result) {
     std::fprintf(stderr, "sluice: %s\n", result ? (*result).error().message.c_str() : "the server did not finish");
     return exit_transfer_error;

@@ -34,6 +34,8 @@ struct ServeOptions {
   std::vector<ExportSpec> exports;  // NBD
   bool read_only = false;
   std::size_t max_connections = 16;
+  // NBD: event-loop threads serving connections (0: one per CPU, at most 8).
+  std::size_t threads = 0;
   std::chrono::seconds handshake_timeout{30};
 
   StreamOptions stream;

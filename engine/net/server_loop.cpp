@@ -8,7 +8,16 @@
 namespace sluice {
 
 ServerLoop::ServerLoop(Acceptor acceptor, ConnectionHandler handler, ServerLoopOptions options)
-    : acceptor_(std::move(acceptor)), handler_(std::move(handler)), options_(std::move(options)) {
+    : ServerLoop(std::move(acceptor), std::vector<ServerWorker>{}, std::move(options)) {
+  workers_.push_back(ServerWorker{acceptor_.get_executor(), std::move(handler)});
+  worker_load_.assign(1, 0);
+}
+
+ServerLoop::ServerLoop(Acceptor acceptor, std::vector<ServerWorker> workers, ServerLoopOptions options)
+    : acceptor_(std::move(acceptor)),
+      workers_(std::move(workers)),
+      worker_load_(workers_.size(), 0),
+      options_(std::move(options)) {
   if (!options_.report)
     options_.report = [](const Error& e) { std::fprintf(stderr, "sluice: %s\n", e.message.c_str()); };
 }
@@ -53,28 +62,37 @@ awaitable<Status> ServerLoop::run() {
   co_return Status{};
 }
 
+std::size_t ServerLoop::pick_worker() const {
+  std::size_t best = 0;
+  for (std::size_t i = 1; i < workers_.size(); ++i)
+    if (worker_load_[i] < worker_load_[best]) best = i;
+  return best;
+}
+
 awaitable<Status> ServerLoop::serve_one(Socket socket) {
   ++active_;
   ++served_;
   std::string peer = describe_peer(socket);
-  std::unique_ptr<Stream> stream;
+  const std::size_t index = pick_worker();
+  const ServerWorker& worker = workers_[index];
+  ++worker_load_[index];
   Status status;
-  if (options_.tls) {
-    asio::steady_timer deadline(co_await asio::this_coro::executor, options_.handshake_timeout);
-    int fd = socket.native_handle();
-    deadline.async_wait([fd](asio::error_code ec) {
-      if (!ec) ::shutdown(fd, SHUT_RDWR);  // a client stalled in the handshake
-    });
-    auto tls = co_await TlsStream::handshake(options_.tls, std::move(socket), options_.stream);
-    deadline.cancel();
-    if (tls)
-      stream = std::move(*tls);
-    else
-      status = tl::unexpected(tls.error());
+  if (worker.ex == acceptor_.get_executor()) {
+    status = co_await serve_on_worker(std::move(socket), worker.handler);
   } else {
-    stream = std::make_unique<SocketStream>(std::move(socket), options_.stream);
+    // A socket belongs to one loop: hand the descriptor over to the worker's.
+    asio::error_code ec;
+    const auto protocol = socket.local_endpoint(ec).protocol();
+    const int fd = ec ? -1 : socket.release(ec);
+    if (ec) {
+      status = fail(ec, "handing the connection to a worker: " + ec.message());
+    } else {
+      Socket moved(worker.ex, protocol, fd);
+      status = co_await asio::co_spawn(worker.ex, serve_on_worker(std::move(moved), worker.handler),
+                                       asio::use_awaitable);
+    }
   }
-  if (stream) status = co_await handler_(std::move(stream));
+  --worker_load_[index];
   --active_;
   if (!status && !options_.once) {
     Error e = status.error();
@@ -83,6 +101,24 @@ awaitable<Status> ServerLoop::serve_one(Socket socket) {
     co_return Status{};  // reported; the server carries on
   }
   co_return status;
+}
+
+awaitable<Status> ServerLoop::serve_on_worker(Socket socket, const ConnectionHandler& handler) {
+  std::unique_ptr<Stream> stream;
+  if (options_.tls) {
+    asio::steady_timer deadline(co_await asio::this_coro::executor, options_.handshake_timeout);
+    int fd = socket.native_handle();
+    deadline.async_wait([fd](asio::error_code ec) {
+      if (!ec) ::shutdown(fd, SHUT_RDWR);  // a client stalled in the handshake
+    });
+    auto tls = co_await TlsStream::handshake(options_.tls, std::move(socket), options_.stream);
+    deadline.cancel();
+    if (!tls) co_return tl::unexpected(tls.error());
+    stream = std::move(*tls);
+  } else {
+    stream = std::make_unique<SocketStream>(std::move(socket), options_.stream);
+  }
+  co_return co_await handler(std::move(stream));
 }
 
 }  // namespace sluice

@@ -9,11 +9,17 @@
 //    in progress, which the handlers finish cleanly.
 //  - With `once`, the first connection is the only one and its result is run()'s.
 //    Without it, a failed connection is reported and the loop goes on.
+//  - Connections may be served on other event loops (workers, one per thread): the
+//    socket moves to the worker's loop, which runs the TLS handshake and the handler
+//    there, while accepting, counting and reporting stay on this loop's thread. Each
+//    worker brings its own handler, so nothing a handler touches is shared between
+//    threads.
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
@@ -25,6 +31,12 @@
 namespace sluice {
 
 using ConnectionHandler = std::function<awaitable<Status>(std::unique_ptr<Stream>)>;
+
+// An event loop that serves connections, and its handler for them.
+struct ServerWorker {
+  executor ex;
+  ConnectionHandler handler;
+};
 
 struct ServerLoopOptions {
   bool once = false;
@@ -38,7 +50,10 @@ struct ServerLoopOptions {
 
 class ServerLoop {
  public:
+  // Connections are served on the acceptor's loop.
   ServerLoop(Acceptor acceptor, ConnectionHandler handler, ServerLoopOptions options);
+  // Connections go to the worker serving the fewest at the time (at least one worker).
+  ServerLoop(Acceptor acceptor, std::vector<ServerWorker> workers, ServerLoopOptions options);
 
   awaitable<Status> run();
   void stop();
@@ -48,9 +63,13 @@ class ServerLoop {
 
  private:
   awaitable<Status> serve_one(Socket socket);
+  // On the worker's loop: the TLS handshake if any, then the handler.
+  awaitable<Status> serve_on_worker(Socket socket, const ConnectionHandler& handler);
+  std::size_t pick_worker() const;
 
   Acceptor acceptor_;
-  ConnectionHandler handler_;
+  std::vector<ServerWorker> workers_;
+  std::vector<std::size_t> worker_load_;  // connections each worker is serving
   ServerLoopOptions options_;
   std::size_t active_ = 0;
   std::size_t served_ = 0;
