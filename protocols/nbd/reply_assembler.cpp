@@ -61,15 +61,17 @@ Status ReadReplyAssembler::add_content(ReplyType type, const ContentRange& range
     return violation(chunk + " is a second content chunk for the " + request_text() +
                      ", sent with DF");
 
-  const std::uint64_t begin = range.offset;
-  const std::uint64_t end = range.end();
+  // Kept relative to the request, so that a request ending exactly at 2^64 (its end
+  // does not fit in 64 bits) merges and checks overlaps like any other.
+  const std::uint64_t begin = range.offset - offset_;
+  const std::uint64_t end = begin + range.length;
   auto next = ranges_.lower_bound(begin);
   if (next != ranges_.end() && next->first < end)
-    return violation(chunk + " overlaps bytes [" + n(next->first) + ", " + n(next->second) +
+    return violation(chunk + " overlaps bytes [" + n(offset_ + next->first) + ", " + n(offset_ + next->second) +
                      ") already received");
   auto prev = next == ranges_.begin() ? ranges_.end() : std::prev(next);
   if (prev != ranges_.end() && prev->second > begin)
-    return violation(chunk + " overlaps bytes [" + n(prev->first) + ", " + n(prev->second) +
+    return violation(chunk + " overlaps bytes [" + n(offset_ + prev->first) + ", " + n(offset_ + prev->second) +
                      ") already received");
 
   ++content_chunks_;
@@ -115,8 +117,8 @@ Status ReadReplyAssembler::finish() {
   if (error_) return tl::unexpected(*error_);
   if (covered_ == length_) return {};
   // Find the first gap for the message.
-  std::uint64_t gap_begin = offset_;
-  std::uint64_t gap_end = offset_ + length_;
+  std::uint64_t gap_begin = 0;
+  std::uint64_t gap_end = length_;
   for (const auto& [begin, end] : ranges_) {
     if (begin > gap_begin) {
       gap_end = begin;
@@ -125,7 +127,7 @@ Status ReadReplyAssembler::finish() {
     gap_begin = end;
   }
   return violation("NBD server finished the " + request_text() + " leaving bytes [" +
-                   n(gap_begin) + ", " + n(gap_end) + ") uncovered (" + n(length_ - covered_) +
+                   n(offset_ + gap_begin) + ", " + n(offset_ + gap_end) + ") uncovered (" + n(length_ - covered_) +
                    " bytes missing)");
 }
 

@@ -58,8 +58,8 @@ class ReadReplyAssembler {
   bool finished_ = false;
   std::uint32_t content_chunks_ = 0;
   std::uint64_t covered_ = 0;
-  // Covered ranges, begin -> end, merged when they touch: a well-behaved reply stays
-  // one entry however many chunks it has.
+  // Covered ranges, begin -> end relative to the request's offset, merged when they
+  // touch: a well-behaved reply stays one entry however many chunks it has.
   std::map<std::uint64_t, std::uint64_t> ranges_;
   std::optional<std::uint64_t> error_offset_;
   std::optional<Error> error_;

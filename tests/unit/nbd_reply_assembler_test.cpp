@@ -32,6 +32,27 @@ TEST_CASE("one data chunk covering the request succeeds") {
   CHECK(r.finished());
 }
 
+TEST_CASE("a request ending exactly at 2^64 still sees overlaps and gaps") {
+  // Its end does not fit in 64 bits; ranges kept as absolute offsets once wrapped to 0
+  // there, so an overlap passed and a gap went unnoticed.
+  const std::uint64_t top = ~std::uint64_t{0} - 4095;  // 2^64 - 4096
+  ReadReplyAssembler r(top, 4096);
+  CHECK(r.add_data({top + 2048, 2048}));
+  auto overlap = r.add_data({top + 3072, 1024});
+  REQUIRE_FALSE(overlap);
+  CHECK(contains(overlap.error().message, "overlaps"));
+  CHECK(r.add_hole({top, 1024}));
+  auto gap = r.finish();
+  REQUIRE_FALSE(gap);
+  CHECK(contains(gap.error().message, "leaving bytes [" + std::to_string(top + 1024) + ", " +
+                                          std::to_string(top + 2048) + ") uncovered"));
+
+  ReadReplyAssembler whole(top, 4096);
+  CHECK(whole.add_hole({top, 2048}));
+  CHECK(whole.add_data({top + 2048, 2048}));
+  CHECK(whole.finish());
+}
+
 TEST_CASE("data and holes in any order cover the request") {
   const std::uint64_t base = 4096;
   const std::uint32_t length = 64 * 1024;
