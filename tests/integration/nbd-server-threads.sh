@@ -10,11 +10,20 @@ SIZE=256M
 SOCK="$WORK/nbd.sock"
 U="nbd+unix:///disk?socket=$SOCK"
 
-# loop_threads PID: the CPU time (ns) of each of its sluice-loop* threads, one per line.
+# loop_threads PID: the CPU time (ns) of each of its sluice-loop* threads, one per line;
+# from schedstat, or in clock ticks from stat where the kernel has no schedstat.
+ns_per_tick=$((1000000000 / $(getconf CLK_TCK)))
 loop_threads() {
   local t
   for t in /proc/"$1"/task/*; do
-    case $(cat "$t/comm" 2>/dev/null) in sluice-loop*) awk '{print $1}' "$t/schedstat" ;; esac
+    case $(cat "$t/comm" 2>/dev/null) in
+      sluice-loop*)
+        if [ -r "$t/schedstat" ]; then
+          awk '{print $1}' "$t/schedstat"
+        else
+          awk -v ns="$ns_per_tick" '{print ($14 + $15) * ns}' "$t/stat"
+        fi ;;
+    esac
   done
 }
 
