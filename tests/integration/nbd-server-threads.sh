@@ -1,8 +1,8 @@
 #!/bin/bash
 # serve --threads N: connections are spread over N event loops (one per thread, each
 # with its own open exports); data written over several connections on several loops
-# is all there, reads and writes interleave across loops, and SIGTERM winds every
-# loop down with exit 0.
+# is all there, reads and writes interleave across loops, a block device can be served
+# by several loops, and SIGTERM winds every loop down with exit 0.
 source "$(dirname "$0")/nbd_server_lib.sh"
 requires nbdcopy nbdkit nbdsh python3
 
@@ -74,6 +74,22 @@ nbdkit -U - sparse-random "$SIZE" seed=9 --run "nbdcopy --connections=2 '$U' \"\
   || die "the data read back with --threads 1 is wrong"
 stop_server
 pass "--threads 1: one loop, data verified"
+
+# A block device, opened once per loop: no loop may hold it exclusively.
+if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null &&
+  device=$(losetup --find --show "$WORK/disk.img" 2>/dev/null); then
+  # The server is stopped first (cleanup kills it), then the device detached.
+  trap 'cleanup; losetup -d "$device" 2>/dev/null || true' EXIT
+  start_server "unix://$SOCK" --threads 2 --export disk="$device"
+  nbdkit -U - sparse-random "$SIZE" seed=11 --run "nbdcopy --connections=4 \"\$uri\" '$U'" \
+    || die "writing to a block device export over 4 connections failed"
+  nbdkit -U - sparse-random "$SIZE" seed=11 --run "nbdcopy --connections=4 '$U' \"\$uri\"" \
+    || die "the block device export read back wrong"
+  stop_server
+  pass "--threads 2 on a block device ($device): 4 connections written and read back, data verified"
+else
+  echo "SKIP (this case only): no loop device (needs root and losetup)"
+fi
 
 status=0
 "$SLUICE" serve --protocol nbd --listen "unix://$SOCK" --threads 0 --export disk="$WORK/disk.img" \
