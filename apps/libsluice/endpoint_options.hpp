@@ -18,7 +18,7 @@ struct EndpointOptions {
   std::string protocol;  // tcp:// tls:// unix://: "chunked" (default), "raw" or "nbd"
   TlsOptions tls;        // tls://, https://, nbds:// (URI parameters may add to it)
   StreamOptions stream;  // TCP_NODELAY and batching
-  unsigned connections = 1;         // NBD multi-conn, when the server allows it
+  unsigned connections = 0;         // NBD multi-conn when the server allows it (0: 2 if so)
   std::chrono::seconds timeout{0};  // a peer that stops answering (0: no limit)
 
   // Notes for the user that are not errors ("the server does not allow multi-conn; one

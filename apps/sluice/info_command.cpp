@@ -68,6 +68,7 @@ int info_command(int argc, char** argv) {
   options.push_back({nullptr, 0, nullptr, 0});
   bool json = false;
   EndpointOptions endpoints;
+  endpoints.connections = 1;  // reading a map needs no second connection unless asked
   optind = 1;
   opterr = 0;
   int c;

@@ -2,7 +2,8 @@
 # --connections N: used when the server advertises CAN_MULTI_CONN (nbdkit memory),
 # with requests spread over every connection and a FLUSH on each only after the last
 # write completed; refused with one note on stderr when it is not advertised
-# (qemu-nbd without --shared).
+# (qemu-nbd without --shared). Without the option: two connections where the server
+# advertises it, one without a word where it does not.
 . "$(dirname "$0")/nbd-functions.sh"
 requires nbdkit
 requires_nbdkit_plugin memory
@@ -31,6 +32,16 @@ PY
 read_export "$uri" "$scratch/readback.img"
 same_content "$scratch/random.img" "$scratch/readback.img"
 
+log "the default: two connections where multi-conn is advertised"
+expect_copy "$scratch/random.img" "$uri"
+assert_eq "connections" "$(stat_field connections)" 2
+[[ -z $err ]] || fail "the default said something on stderr: $err"
+read_export "$uri" "$scratch/readback2.img"
+same_content "$scratch/random.img" "$scratch/readback2.img"
+log "--connections 1 keeps one"
+expect_copy --connections 1 "$scratch/random.img" "$uri"
+assert_eq "connections" "$(stat_field connections)" 1
+
 log "reading over 4 connections"
 expect_copy --connections 4 "$uri" "$scratch/back.img"
 same_content "$scratch/random.img" "$scratch/back.img"
@@ -44,6 +55,10 @@ if command -v qemu-nbd >/dev/null 2>&1; then
   assert_eq "connections" "$(stat_field connections)" 1
   notes=$(grep -c 'does not advertise multi-conn' <<<"$err" || true)
   assert_eq "notes on stderr" "$notes" 1
+  log "qemu-nbd, no option: one connection and no note"
+  expect_copy "$scratch/random.img" "nbd+unix:///?socket=$scratch/q.sock"
+  assert_eq "connections" "$(stat_field connections)" 1
+  [[ -z $err ]] || fail "the default said something on stderr: $err"
   stop_pidfile "$pidfile_of_last"
   same_content "$scratch/random.img" "$scratch/qemu.img"
 else

@@ -29,8 +29,12 @@ struct ClientOptions {
   // Ask for base:allocation (sources want the map; destinations do not).
   bool allocation_map = false;
 
-  // Connections to open when the server allows multi-conn.
-  unsigned connections = 1;
+  // Connections to open when the server allows multi-conn; 0 picks for the user:
+  // `automatic_connections` where the server advertises CAN_MULTI_CONN, else one,
+  // without a notice. Over TLS to nbdkit two connections made a copy 1.4x faster
+  // (the server decrypts each connection on its own thread); four were no faster.
+  unsigned connections = 0;
+  static constexpr unsigned automatic_connections = 2;
   // A server with requests pending that sends nothing for this long fails the
   // connection; also bounds the handshake. Zero: no limit.
   std::chrono::seconds timeout{0};
