@@ -8,9 +8,9 @@
 #   4. a sparse file (5% data in scattered 1..8 MiB extents) -> nbdkit memory
 #   5. NBD (nbdkit file) -> a local file, flushed by every tool
 #
-# plus Sluice's own arms on rows 1..3, as the field measured vhd-tool: stock
-# (--depth 1 --no-nodelay), NODELAY only (--depth 1), pipelined only (--no-nodelay),
-# both (the defaults).
+# plus Sluice's own arms on rows 1..3, as the field measured vhd-tool, each on one
+# connection: stock (--depth 1 --no-nodelay), NODELAY only (--depth 1), pipelined only
+# (--no-nodelay), both (the default depth and NODELAY).
 #
 # Every tool runs RUNS times, interleaved (tool A, B, C, A, B, C, ...) so drift hits all
 # alike; the table shows the median wall time, MiB/s of the source's size, the ratio to
@@ -178,7 +178,10 @@ run_row() {
   done
 }
 
-arms=("stock|--depth 1 --no-nodelay" "NODELAY only|--depth 1" "pipelined only|--no-nodelay" "both (default)|")
+# On one connection each, as the field's writer had (the defaults row above uses two
+# where the server allows multi-conn).
+arms=("stock|--connections 1 --depth 1 --no-nodelay" "NODELAY only|--connections 1 --depth 1"
+  "pipelined only|--connections 1 --no-nodelay" "both|--connections 1")
 
 row1() {  # file -> nbdkit null
   local label=$1 uri=$2

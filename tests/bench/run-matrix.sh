@@ -393,13 +393,14 @@ for item in "${unavailable[@]}"; do log "not measured: $item"; done
 
 # --- the arms ----------------------------------------------------------------------------------
 
-# An arm is GROUP/TOOL>DEST. Sluice's four arms differ only in --depth and --no-nodelay;
-# its destination servers always run with their defaults.
+# An arm is GROUP/TOOL>DEST. Sluice's four arms differ only in --depth and --no-nodelay,
+# each on one connection like the field's writer (the client's default is two where the
+# server allows multi-conn); its destination servers always run with their defaults.
 declare -A arm_flags=(
-  [sluice-A]="--depth 1 --no-nodelay"
-  [sluice-B]="--depth 1"
-  [sluice-C]=""
-  [sluice-D]="--no-nodelay"
+  [sluice-A]="--connections 1 --depth 1 --no-nodelay"
+  [sluice-B]="--connections 1 --depth 1"
+  [sluice-C]="--connections 1"
+  [sluice-D]="--connections 1 --no-nodelay"
   [ref-A]="--depth 1"
   [ref-B]="--depth 1 --nodelay"
   [ref-C]="--depth 8 --nodelay"
@@ -868,8 +869,9 @@ meta = {
     "calibration": json.load(open(calibration_path)),
     "commands": [
         "Sluice NBD arms: `sluice copy --stats [ARM FLAGS] SRC nbd://HOST:PORT/disk` (TLS: `nbds://...` with "
-        "`--tls-ca`); A `--depth 1 --no-nodelay`, B `--depth 1`, C no flags (the defaults: depth 8, 2 MiB "
-        "requests, NODELAY), D `--no-nodelay`",
+        "`--tls-ca`); each arm on one connection (`--connections 1`, as the field's writer); A `--depth 1 "
+        "--no-nodelay`, B `--depth 1`, C no other flags (the defaults: depth 8, 2 MiB requests, NODELAY), "
+        "D `--no-nodelay`",
         "Sluice Chunked arms: `sluice copy --stats --protocol chunked [ARM FLAGS] SRC tcp://HOST:PORT` (TLS: "
         "`tls://`) into `sluice serve --protocol chunked --output FILE --size N --once`",
         "nbdcopy: `nbdcopy --flush SRC nbd://HOST:PORT/disk` (TLS: `nbds://...?tls-certificates=DIR`) with its "
