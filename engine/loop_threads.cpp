@@ -3,8 +3,8 @@
 #include <pthread.h>
 
 #include <cstdio>
-#include <string>
 #include <exception>
+#include <string>
 
 namespace sluice {
 

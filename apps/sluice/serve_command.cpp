@@ -4,8 +4,9 @@
 #include <unistd.h>
 
 #include <asio/signal_set.hpp>
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -222,8 +223,8 @@ int serve_command(int argc, char** argv) {
   LoopThreads extra_loops(options.threads - 1);
   std::vector<executor> loops{ex};
   for (std::size_t i = 0; i < extra_loops.size(); ++i) loops.push_back(extra_loops.at(i));
-  std::vector<ServeService> services;
   std::vector<ServerWorker> workers;
+  std::vector<std::function<void()>> stops;  // one per loop, run on that loop
   for (const executor& loop_ex : loops) {
     auto service =
         options.protocol == "nbd" ? make_nbd_service(loop_ex, options) : make_stream_receiver(loop_ex, options);
@@ -231,8 +232,8 @@ int serve_command(int argc, char** argv) {
       std::fprintf(stderr, "sluice: %s\n", service.error().message.c_str());
       return exit_transfer_error;
     }
-    workers.push_back(ServerWorker{loop_ex, service->handler});
-    services.push_back(std::move(*service));
+    workers.push_back(ServerWorker{loop_ex, std::move(service->handler)});
+    stops.push_back(std::move(service->stop));
   }
   auto acceptor = listen_on(ex, where->address);
   if (!acceptor) {
@@ -247,7 +248,7 @@ int serve_command(int argc, char** argv) {
     if (ec) return;
     loop.stop();
     // Each service winds down on its own loop's thread.
-    for (std::size_t i = 0; i < services.size(); ++i) asio::post(loops[i], services[i].stop);
+    for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], stops[i]);
   });
 
   std::optional<Status> result;

@@ -24,12 +24,6 @@ namespace {
 
 constexpr std::uint64_t u64_max = std::numeric_limits<std::uint64_t>::max();
 
-std::uint64_t read_le(const Bytes& bytes, std::size_t at, std::size_t size) {
-  std::uint64_t value = 0;
-  for (std::size_t i = size; i-- > 0;) value = (value << 8) | std::to_integer<std::uint64_t>(bytes[at + i]);
-  return value;
-}
-
 // Image sizes that sit on and next to the boundaries the decoder reasons about.
 std::uint64_t random_image_size(std::mt19937& rng) {
   switch (pick(rng, 0, 4)) {
@@ -122,8 +116,8 @@ TEST_CASE("chunk header fuzz: any 12 bytes read back to the same bytes") {
     INFO("input: ", hex(input));
     auto header = read_chunk_header(input);
     REQUIRE(header);
-    CHECK(header->offset == read_le(input, 0, 8));
-    CHECK(header->length == read_le(input, 8, 4));
+    CHECK(header->offset == load_le(input, 0, 8));
+    CHECK(header->length == load_le(input, 8, 4));
     auto again = encode_chunk_header(*header);
     // Lengths with the top bit set are vhd-tool's negative int32s: never sent.
     if (header->length > 0x7fffffffu) {
@@ -169,7 +163,7 @@ TEST_CASE("chunk header fuzz: mutated headers are refused with a reason, or obey
       ++refused;
       continue;
     }
-    const ChunkHeader raw{read_le(input, 0, 8), static_cast<std::uint32_t>(read_le(input, 8, 4))};
+    const ChunkHeader raw{load_le(input, 0, 8), static_cast<std::uint32_t>(load_le(input, 8, 4))};
     CAPTURE(raw.offset);
     CAPTURE(raw.length);
     REQUIRE(decoded.has_value() == acceptable(raw, limits));

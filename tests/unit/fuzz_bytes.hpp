@@ -7,10 +7,16 @@
 // one off) over uniform noise, which mostly trips the magic check and stops there.
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <random>
+#include <span>
+#include <system_error>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,6 +97,40 @@ inline Bytes as_bytes(std::string_view text) {
   Bytes out(text.size());
   std::transform(text.begin(), text.end(), out.begin(), [](char c) { return static_cast<std::byte>(c); });
   return out;
+}
+
+template <std::size_t N>
+Bytes to_vector(const std::array<std::byte, N>& array) {
+  return Bytes(array.begin(), array.end());
+}
+
+inline Bytes tail(const Bytes& bytes, std::size_t from) {
+  return Bytes(bytes.begin() + static_cast<std::ptrdiff_t>(from), bytes.end());
+}
+
+// Integers read the way the tests' own restatement of each rule reads them. Written
+// here rather than taken from the decoders' helpers (nbd/big_endian.hpp), so that a
+// wrong reader there cannot agree with itself in the tests.
+inline std::uint64_t load_be(std::span<const std::byte> bytes, std::size_t at, std::size_t size) {
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < size; ++i) value = (value << 8) | std::to_integer<std::uint64_t>(bytes[at + i]);
+  return value;
+}
+
+inline std::uint64_t load_le(std::span<const std::byte> bytes, std::size_t at, std::size_t size) {
+  std::uint64_t value = 0;
+  for (std::size_t i = size; i-- > 0;) value = (value << 8) | std::to_integer<std::uint64_t>(bytes[at + i]);
+  return value;
+}
+
+// A decoder's verdict on bad bytes: whether it accepted them; a refusal must say why,
+// and, given `code`, be that kind of error.
+template <class Result>
+bool accepted_else_explained(const Result& result, std::optional<std::errc> code = std::nullopt) {
+  if (result) return true;
+  if (code) CHECK((result.error().code == *code));
+  CHECK_FALSE(result.error().message.empty());
+  return false;
 }
 
 }  // namespace sluice::test

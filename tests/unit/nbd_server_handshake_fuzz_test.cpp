@@ -130,12 +130,6 @@ bool malformed_data(const SentOption& o) {
   }
 }
 
-std::uint64_t load_be(std::span<const std::byte> bytes, std::size_t at, std::size_t size) {
-  std::uint64_t value = 0;
-  for (std::size_t i = 0; i < size; ++i) value = (value << 8) | std::to_integer<std::uint64_t>(bytes[at + i]);
-  return value;
-}
-
 struct Reply {
   std::uint32_t option = 0;
   std::uint32_t type = 0;

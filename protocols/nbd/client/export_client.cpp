@@ -81,15 +81,14 @@ awaitable<Result<std::unique_ptr<ExportClient>>> ExportClient::open(const Target
 }
 
 awaitable<Status> ExportClient::add_connections(const Target& target, const ClientOptions& options) {
-  // Asked for explicitly, a number the server cannot take is worth a notice; chosen
-  // for the user, it is not.
   const bool explicit_count = options.connections != 0;
   const unsigned count = explicit_count ? options.connections : ClientOptions::automatic_connections;
   if (count <= 1) co_return Status{};
-  if (!explicit_count && !facts().can_multi_conn()) co_return Status{};
   const std::string wanted = std::to_string(count);
   if (!facts().can_multi_conn()) {
-    if (options.notice)
+    // Asked for explicitly, a number the server cannot take is worth a notice; chosen
+    // for the user, it is not.
+    if (explicit_count && options.notice)
       options.notice(display_ + ": the server does not advertise multi-conn (CAN_MULTI_CONN); using 1 connection, not " +
                      wanted);
     co_return Status{};
