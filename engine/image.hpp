@@ -76,6 +76,17 @@ class Image {
   virtual awaitable<Status> read_into_pipe(std::uint64_t offset, std::size_t /*length*/, int /*pipe*/) {
     co_return fail_at("reading into a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
   }
+  // Whether write_from_pipe() may be used: the image is a file the kernel can splice
+  // into through its page cache, so a server can store a payload it spliced from the
+  // socket without copying it through memory first.
+  virtual bool writes_from_pipes() const { return false; }
+  // Moves the `length` bytes waiting in a pipe (its read end) to [offset, offset +
+  // length); with `durable` they reach stable storage before completion. After a
+  // failure the pipe may still hold some of them.
+  virtual awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t /*length*/, int /*pipe*/,
+                                            bool /*durable*/) {
+    co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
+  }
 };
 
 }  // namespace sluice

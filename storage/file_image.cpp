@@ -118,6 +118,19 @@ awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::by
   co_return Status{};
 }
 
+awaitable<Status> FileImage::write_from_pipe(std::uint64_t offset, std::size_t length, int pipe, bool durable) {
+  if (!writes_from_pipes())
+    co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
+  {
+    if (Status got = co_await slots_.acquire(); !got) co_return got;
+    SlotRelease release{slots_};
+    if (Status written = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length); !written)
+      co_return written;
+  }
+  if (durable) co_return co_await flush();
+  co_return Status{};
+}
+
 awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
                                        bool* supported, bool* done) {
   int ret = co_await ring_.fallocate(fd_.get(), mode, offset, length);

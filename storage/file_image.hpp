@@ -42,6 +42,9 @@ class FileImage final : public Image {
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) override;
   bool reads_into_pipes() const override { return true; }
   awaitable<Status> read_into_pipe(std::uint64_t offset, std::size_t length, int pipe) override;
+  // Not with O_DIRECT: those writes must bypass the page cache, which splicing fills.
+  bool writes_from_pipes() const override { return !traits_.read_only && !direct_fd_; }
+  awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t length, int pipe, bool durable) override;
 
   bool is_block_device() const { return block_device_; }
 

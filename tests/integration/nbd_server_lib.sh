@@ -49,7 +49,13 @@ start_server() {
   "$SLUICE" serve --protocol nbd --listen "$listen" "$@" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
-  local i
+  wait_listening "$listen" "$SERVER_PID"
+}
+
+# wait_listening LISTEN_URI PID: returns once something accepts on LISTEN_URI; fails if
+# PID exits first or nothing listens within 10 s.
+wait_listening() {
+  local listen=$1 pid=$2 i
   for i in $(seq 1 100); do
     case $listen in
       unix://*) [ -S "${listen#unix://}" ] && return 0 ;;
@@ -59,7 +65,7 @@ start_server() {
           return 0
         fi ;;
     esac
-    kill -0 "$SERVER_PID" 2>/dev/null || die "the server exited at start"
+    kill -0 "$pid" 2>/dev/null || die "the server exited at start"
     sleep 0.1
   done
   die "the server did not start listening on $listen"

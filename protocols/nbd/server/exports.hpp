@@ -42,10 +42,13 @@ struct ServerConfig {
   // client that sends more waits (the server stops reading its socket).
   std::size_t max_requests_in_flight = 64;
   std::size_t max_bytes_in_flight = 64u << 20;
-  // READ data goes file -> pipe -> socket on plain sockets (serve --no-zero-copy).
+  // On plain sockets READ data goes file -> pipe -> socket and WRITE payloads socket ->
+  // pipe -> file, where the image is a buffered file (serve --no-zero-copy: both
+  // through memory).
   bool zero_copy = true;
-  // Pipes per connection for those reads (each read holds one while it is sent).
-  std::size_t read_pipes = 16;
+  // Pipes per connection for those (a READ holds one while it is sent, a WRITE from
+  // receiving its payload until the image has it).
+  std::size_t pipes = 16;
 };
 
 // The export a client's name selects. The empty name is the spec's "default export":

@@ -1,7 +1,15 @@
 #include "protocols/nbd/server/request_reader.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+
+#include "engine/uring/file_ring.hpp"
 
 namespace sluice::nbd {
 
@@ -62,6 +70,40 @@ awaitable<Status> RequestReader::payload(std::span<std::byte> into) {
     done += n;
   }
   co_return Status{};
+}
+
+awaitable<Result<std::size_t>> RequestReader::payload_to_pipe(int pipe, std::size_t length) {
+  // What came in with the header goes first, copied (at most the staging buffer).
+  std::size_t done = std::min(staged(), length);
+  for (std::size_t put = 0; put < done;) {
+    ssize_t n = ::write(pipe, staging_.data() + begin_ + put, done - put);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) co_return fail(errno_code(n < 0 ? errno : EIO), "staging a WRITE payload in a pipe: " +
+                                                                    errno_code(n < 0 ? errno : EIO).message());
+    put += static_cast<std::size_t>(n);
+  }
+  begin_ += done;
+  const int socket = stream_.socket_fd();
+  FileRing& ring = FileRing::of(co_await asio::this_coro::executor);
+  while (done < length) {
+    ssize_t n = ::splice(socket, nullptr, pipe, nullptr, length - done, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == 0)
+      co_return fail(std::errc::connection_reset, stream_.peer() + " closed the connection inside a WRITE payload");
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN)
+      co_return fail(errno_code(errno), "receiving from " + stream_.peer() + ": " + errno_code(errno).message());
+    // Either the socket is empty or the pipe is full: bytes waiting in the socket tell.
+    int waiting = 0;
+    if (::ioctl(socket, FIONREAD, &waiting) == 0 && waiting > 0) co_return done;
+    int ready = co_await ring.poll(socket, POLLIN);
+    if (ready < 0)
+      co_return fail(errno_code(-ready), "waiting for " + stream_.peer() + ": " + errno_code(-ready).message());
+  }
+  co_return done;
 }
 
 awaitable<Status> RequestReader::skip(std::uint64_t length) {

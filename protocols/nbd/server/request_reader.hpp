@@ -7,6 +7,13 @@
 // second copy of the bulk of the data. The staging buffer is small (16 KiB) for that
 // reason: whatever a receive stages beyond a WRITE header is payload copied twice
 // (64 KiB staged meant a quarter of every 256 KiB WRITE copied twice).
+//
+// On a plain socket a WRITE payload can instead be spliced into a pipe (socket ->
+// pipe moves page references, no copy) for the image to splice on into its file. The
+// splices are made here, on the event loop, without blocking: each moves what the
+// socket holds at once, and the loop waits for more with a poll. (Through io_uring a
+// splice always runs on a kernel worker thread; two such trips per WRITE cost more
+// than the copy they saved.)
 #pragma once
 
 #include <cstddef>
@@ -33,6 +40,12 @@ class RequestReader {
   awaitable<Status> payload(std::span<std::byte> into);
   // Reads and drops `length` payload bytes (a refused WRITE).
   awaitable<Status> skip(std::uint64_t length);
+  // Moves up to `length` payload bytes into an empty pipe (`pipe` is its write end, of
+  // at least `length` bytes' capacity), on a stream whose socket_fd() is a
+  // non-blocking socket. Returns how many it moved: fewer than `length` when the pipe
+  // filled up first (socket data arrives in fragments, each taking a whole slot of the
+  // pipe), and the caller then receives the rest with payload().
+  awaitable<Result<std::size_t>> payload_to_pipe(int pipe, std::size_t length);
 
  private:
   std::size_t staged() const { return end_ - begin_; }

@@ -1,6 +1,10 @@
 #include "protocols/nbd/server/transmission.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <utility>
 #include <vector>
 
@@ -25,6 +29,30 @@ std::size_t class_index(std::size_t length) {
 
 std::size_t units_for_class(std::size_t index) {
   return std::max<std::size_t>(1, (smallest_class << index) / byte_unit);
+}
+
+std::size_t units_for(std::size_t length) { return units_for_class(class_index(length)); }
+
+// The payload receiver splices without blocking the loop: on TCP that takes a
+// non-blocking socket (SPLICE_F_NONBLOCK covers only the pipe side there). Asio's
+// operations on it are unaffected: they already cope with a socket it made
+// non-blocking itself.
+bool make_non_blocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ((flags & O_NONBLOCK) != 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0);
+}
+
+// Bytes known to be waiting in a pipe, taken out into memory.
+Status drain_pipe(int pipe, std::span<std::byte> into) {
+  for (std::size_t done = 0; done < into.size();) {
+    ssize_t n = ::read(pipe, into.data() + done, into.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      return fail(errno_code(n < 0 ? errno : EIO), "taking a WRITE payload out of a pipe: " +
+                                                       errno_code(n < 0 ? errno : EIO).message());
+    done += static_cast<std::size_t>(n);
+  }
+  return Status{};
 }
 
 std::uint32_t allocation_flags(ExtentKind kind) {
@@ -60,12 +88,41 @@ class Transmission::Lease {
   std::size_t count_ = 0;
 };
 
+// A pipe from the connection's pool. release(true) hands it back for reuse once it was
+// emptied; a lease that goes without that closes the pipe, which may still hold bytes.
+class Transmission::PipeLease {
+ public:
+  PipeLease() = default;
+  PipeLease(PipePool& pool, Pipe* pipe) : pool_(&pool), pipe_(pipe) {}
+  PipeLease(PipeLease&& other) noexcept : pool_(other.pool_), pipe_(std::exchange(other.pipe_, nullptr)) {}
+  PipeLease& operator=(PipeLease&& other) noexcept {
+    if (this != &other) {
+      release(false);
+      pool_ = other.pool_;
+      pipe_ = std::exchange(other.pipe_, nullptr);
+    }
+    return *this;
+  }
+  ~PipeLease() { release(false); }
+
+  Pipe* get() const { return pipe_; }
+  explicit operator bool() const { return pipe_ != nullptr; }
+  void release(bool emptied) {
+    if (pipe_ != nullptr) pool_->release(std::exchange(pipe_, nullptr), emptied);
+  }
+
+ private:
+  PipePool* pool_ = nullptr;
+  Pipe* pipe_ = nullptr;
+};
+
 struct Transmission::Request {
   RequestHeader header;
   Lease slot;   // one of the connection's request credits
   Lease bytes;  // the payload's share of the byte budget
   std::optional<Refusal> refusal;
   Buffer buffer;  // the WRITE payload, or where a READ's data goes
+  PipeLease pipe;  // instead of `buffer`: the WRITE payload, waiting in a pipe
 };
 
 Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negotiated, const ServerConfig& config,
@@ -81,13 +138,15 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
       // Room for at least one request of the largest size, whatever was configured.
       byte_units_(ex, std::max<std::size_t>(config.max_bytes_in_flight, 32u << 20) / byte_unit),
       piped_reads_(config.zero_copy && stream.splices() && negotiated.chosen->image->reads_into_pipes()),
-      read_pipes_(ex, std::max<std::size_t>(config.read_pipes, 1)),
+      pipes_(ex, std::max<std::size_t>(config.pipes, 1)),
       grace_(ex) {
   terms_.size = image_.size();
   terms_.flags = negotiated.flags;
   terms_.block_sizes = image_.traits().block_sizes;
   terms_.structured_replies = negotiated.structured_replies;
   terms_.allocation_context = negotiated.allocation_context;
+  piped_writes_ = config.zero_copy && stream.splices() && image_.writes_from_pipes() &&
+                  make_non_blocking(stream.socket_fd());
 }
 
 Transmission::~Transmission() {
@@ -101,7 +160,7 @@ awaitable<Status> Transmission::run() {
     stream_.abort();
     requests_.close();
     byte_units_.close();
-    read_pipes_.close();
+    pipes_.close();
   });
   Status reading = co_await read_requests(handlers);
   if (!reading && !stopping_) {
@@ -145,8 +204,12 @@ void Transmission::request_done() {
 }
 
 awaitable<Result<Buffer>> Transmission::buffer_for(std::size_t length, Lease& bytes) {
+  if (Status got = co_await bytes.take(units_for(length)); !got) co_return tl::unexpected(got.error());
+  co_return co_await pooled_buffer(length);
+}
+
+awaitable<Result<Buffer>> Transmission::pooled_buffer(std::size_t length) {
   const std::size_t index = class_index(length);
-  if (Status got = co_await bytes.take(units_for_class(index)); !got) co_return tl::unexpected(got.error());
   if (!pools_[index]) {
     const std::size_t size = smallest_class << index;
     const std::size_t budget = std::max<std::size_t>(config_.max_bytes_in_flight, 32u << 20);
@@ -171,7 +234,7 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     const RequestHeader& header = **next;
     if (header.command == Command::disc) co_return Status{};  // in-flight work finishes in run()
 
-    auto request = std::make_unique<Request>(Request{header, std::move(slot), Lease(byte_units_), {}, {}});
+    auto request = std::make_unique<Request>(Request{header, std::move(slot), Lease(byte_units_), {}, {}, {}});
     request->refusal = check_request(header, terms_);
     if (!request->refusal && stopping_)
       request->refusal = Refusal{Errno::eshutdown, "the server is shutting down"};
@@ -179,15 +242,19 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     const bool carries_payload = header.command == Command::write;
     const bool needs_buffer = !request->refusal && header.length > 0 &&
                               (header.command == Command::write || header.command == Command::read);
-    if (needs_buffer && header.command == Command::read && reads_by_pipe(header)) {
+    bool payload_taken = false;
+    if (needs_buffer && header.command == Command::write && piped_writes_) {
+      if (Status got = co_await receive_payload_piped(*request); !got) co_return got;
+      payload_taken = true;
+    } else if (needs_buffer && header.command == Command::read && reads_by_pipe(header)) {
       // No buffer, but the bytes still count against the connection's budget.
-      if (Status got = co_await request->bytes.take(units_for_class(class_index(header.length))); !got) co_return got;
+      if (Status got = co_await request->bytes.take(units_for(header.length)); !got) co_return got;
     } else if (needs_buffer) {
       auto buffer = co_await buffer_for(header.length, request->bytes);
       if (!buffer) co_return tl::unexpected(buffer.error());
       request->buffer = std::move(*buffer);
     }
-    if (carries_payload) {
+    if (carries_payload && !payload_taken) {
       // A refused WRITE's payload is still on the wire: read past it to stay in step.
       // (Not a conditional expression: g++ 12 destroys a co_await's result twice there.)
       Status got;
@@ -200,6 +267,33 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     ++in_flight_;
     handlers.spawn(handle(std::move(request)));
   }
+}
+
+awaitable<Status> Transmission::receive_payload_piped(Request& request) {
+  const std::size_t length = request.header.length;
+  if (Status got = co_await request.bytes.take(units_for(length)); !got) co_return got;
+  auto pipe = co_await pipes_.acquire();
+  if (!pipe) co_return tl::unexpected(pipe.error());
+  PipeLease lease(pipes_, *pipe);
+  std::size_t moved = 0;
+  if (length <= (*pipe)->capacity()) {
+    auto spliced = co_await reader_.payload_to_pipe((*pipe)->write_end(), length);
+    if (!spliced) co_return tl::unexpected(spliced.error());  // the pipe is closed, not reused
+    moved = *spliced;
+    if (moved == length) {
+      request.pipe = std::move(lease);
+      co_return Status{};
+    }
+  }
+  // The pipe filled up with small socket fragments (or the WRITE is larger than a
+  // pipe): what it holds and the rest of the payload go through memory.
+  auto buffer = co_await pooled_buffer(length);
+  if (!buffer) co_return tl::unexpected(buffer.error());
+  request.buffer = std::move(*buffer);
+  if (Status drained = drain_pipe((*pipe)->read_end(), request.buffer.data().first(moved)); !drained)
+    co_return drained;
+  lease.release(true);
+  co_return co_await reader_.payload(request.buffer.data().subspan(moved));
 }
 
 awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
@@ -216,7 +310,12 @@ awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
       case Command::read: sent = co_await serve_read(*request); break;
       case Command::block_status: sent = co_await serve_block_status(*request); break;
       case Command::write:
-        done = co_await image_.write(h.offset, request->buffer.data(), fua);
+        if (request->pipe) {
+          done = co_await image_.write_from_pipe(h.offset, h.length, request->pipe.get()->read_end(), fua);
+          request->pipe.release(bool(done));
+        } else {
+          done = co_await image_.write(h.offset, request->buffer.data(), fua);
+        }
         writes = true;
         break;
       case Command::flush: done = co_await image_.flush(); break;
@@ -368,11 +467,11 @@ bool Transmission::reads_by_pipe(const RequestHeader& h) const {
 awaitable<Status> Transmission::send_data_piped(const RequestHeader& h, std::uint64_t from, std::uint64_t length,
                                                 bool last_run) {
   while (length > 0) {
-    auto pipe = co_await read_pipes_.acquire();
+    auto pipe = co_await pipes_.acquire();
     if (!pipe) co_return tl::unexpected(pipe.error());
     const auto piece = static_cast<std::uint32_t>(std::min<std::uint64_t>(length, (*pipe)->capacity()));
     if (Status got = co_await image_.read_into_pipe(h.offset + from, piece, (*pipe)->write_end()); !got) {
-      read_pipes_.release(*pipe, false);
+      pipes_.release(*pipe, false);
       co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
     }
     const bool done = last_run && piece == length;
@@ -381,7 +480,7 @@ awaitable<Status> Transmission::send_data_piped(const RequestHeader& h, std::uin
     Frame frame{header, {}};
     frame.piped = PipedBytes{(*pipe)->read_end(), piece};
     Status sent = co_await stream_.send(frame);
-    read_pipes_.release(*pipe, bool(sent));
+    pipes_.release(*pipe, bool(sent));
     if (!sent) co_return sent;
     from += piece;
     length -= piece;

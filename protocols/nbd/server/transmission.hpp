@@ -1,7 +1,8 @@
 // The transmission phase of one NBD connection.
 //
 // One reader coroutine takes requests off the stream (RequestReader): each request's
-// WRITE payload lands in a buffer of its own, then a handler coroutine serves it
+// WRITE payload lands in a buffer of its own (on a plain socket, into a pipe of its own
+// that the image splices into its file), then a handler coroutine serves it
 // through the Image while the reader goes on to the next request. Handlers reply as
 // they finish (completion order), each with one send: the Stream gathers replies that
 // are ready together into one socket write (with TLS, into full records), and a READ's
@@ -69,6 +70,7 @@ class Transmission {
  private:
   struct Request;
   class Lease;
+  class PipeLease;
 
   awaitable<Status> read_requests(TaskGroup& handlers);
   awaitable<Status> handle(std::unique_ptr<Request> request);
@@ -81,7 +83,11 @@ class Transmission {
   awaitable<Status> serve_block_status(Request& request);
   awaitable<Status> reply_ok(std::uint64_t cookie);
   awaitable<Status> reply_error(const RequestHeader& header, Errno error, const std::string& message);
+  // Takes `length`'s share of the byte budget, then a buffer.
   awaitable<Result<Buffer>> buffer_for(std::size_t length, Lease& bytes);
+  awaitable<Result<Buffer>> pooled_buffer(std::size_t length);
+  // A WRITE's payload into a pipe, or where the pipe cannot take it all, into memory.
+  awaitable<Status> receive_payload_piped(Request& request);
   void request_done();
   void interrupt();
 
@@ -99,7 +105,8 @@ class Transmission {
   static constexpr std::size_t size_classes = 14;  // up to 32 MiB
   std::array<std::unique_ptr<BufferPool>, size_classes> pools_;
   bool piped_reads_ = false;
-  PipePool read_pipes_;
+  bool piped_writes_ = false;
+  PipePool pipes_;
   asio::steady_timer grace_;
   // False once this object is gone: a timer handler already queued when the timer was
   // cancelled still runs, and must not touch it then.
