@@ -130,7 +130,7 @@ if $quick; then
   size=${size:-64M}
   rtts=${rtts:-0,1}
   groups=${groups:-nbd,nbd-tls,chunked,reference}
-  only=${only:-'^(nbd/(sluice-[AC]|nbdcopy|qemu-img)>(nbdkit|sluice)|nbd-tls/(sluice-C|nbdcopy)>nbdkit|chunked/sluice-[AC]>sluice|reference/ref-[AC]>nbdkit)$'}
+  only=${only:-'^(nbd/(sluice-[AC]|sluice|nbdcopy|qemu-img)>(nbdkit|sluice)|nbd-tls/(sluice|nbdcopy)>nbdkit|chunked/sluice-[AC]>sluice|reference/ref-[AC]>nbdkit)$'}
   run_timeout=${run_timeout:-30}
   budget=${budget:-150}
   calibration_seconds=2
@@ -394,9 +394,12 @@ for item in "${unavailable[@]}"; do log "not measured: $item"; done
 # --- the arms ----------------------------------------------------------------------------------
 
 # An arm is GROUP/TOOL>DEST. Sluice's four arms differ only in --depth and --no-nodelay,
-# each on one connection like the field's writer (the client's default is two where the
-# server allows multi-conn); its destination servers always run with their defaults.
+# each on one connection like the field's writer; "sluice" is Sluice with no flags at
+# all (its defaults, which open two connections where the server allows multi-conn),
+# the arm the peers are compared with. Destination servers always run with their
+# defaults.
 declare -A arm_flags=(
+  [sluice]=""
   [sluice-A]="--connections 1 --depth 1 --no-nodelay"
   [sluice-B]="--connections 1 --depth 1"
   [sluice-C]="--connections 1"
@@ -411,7 +414,7 @@ for group in "${group_list[@]}"; do
   case $group in
     nbd | nbd-tls)
       for dest in nbdkit sluice; do
-        for tool in sluice-A sluice-B sluice-C sluice-D nbdcopy qemu-img; do arms+=("$group/$tool>$dest"); done
+        for tool in sluice-A sluice-B sluice-C sluice-D sluice nbdcopy qemu-img; do arms+=("$group/$tool>$dest"); done
       done
       ;;
     chunked | chunked-tls)
@@ -434,7 +437,7 @@ arm_missing() {
   local tool=${rest%%>*} dest=${rest#*>}
   local tls=no
   [[ $group == *-tls ]] && tls=yes
-  if [[ $tool == sluice-* ]]; then
+  if [[ $tool == sluice || $tool == sluice-* ]]; then
     case $group in
       nbd) [[ ${sluice_has["NBD client"]} == yes ]] || { echo "Sluice NBD client"; return; } ;;
       nbd-tls) [[ ${sluice_has["NBD client over TLS"]} == yes ]] || { echo "Sluice NBD client over TLS"; return; } ;;
@@ -687,7 +690,7 @@ run_one() {
   # The client.
   local client=() uri
   case $group/$tool in
-    nbd/sluice-* | nbd-tls/sluice-*)
+    nbd/sluice | nbd-tls/sluice | nbd/sluice-* | nbd-tls/sluice-*)
       uri=nbd://$connect_host:$connect_port/disk
       $tls && uri=nbds://$connect_host:$connect_port/disk
       # shellcheck disable=SC2206 # the flags are words
@@ -799,7 +802,7 @@ run_one() {
   rm -f "$destination"
 
   local stats_file=""
-  [[ $tool == sluice-* ]] && stats_file=$run_dir/client.out
+  [[ $tool == sluice || $tool == sluice-* ]] && stats_file=$run_dir/client.out
   local result=ok
   $ok || { result=fail; failures=$((failures + 1)); }
   record "${base[@]}" status="$result" "note=$note" seconds="$seconds" \
@@ -870,8 +873,9 @@ meta = {
     "commands": [
         "Sluice NBD arms: `sluice copy --stats [ARM FLAGS] SRC nbd://HOST:PORT/disk` (TLS: `nbds://...` with "
         "`--tls-ca`); each arm on one connection (`--connections 1`, as the field's writer); A `--depth 1 "
-        "--no-nodelay`, B `--depth 1`, C no other flags (the defaults: depth 8, 2 MiB requests, NODELAY), "
-        "D `--no-nodelay`",
+        "--no-nodelay`, B `--depth 1`, C no other flags (depth 8, 2 MiB requests, NODELAY), "
+        "D `--no-nodelay`; \"Sluice defaults\" is `sluice copy --stats SRC DEST` with no flags at all (two "
+        "connections where the server offers multi-conn), the arm the peers are measured against",
         "Sluice Chunked arms: `sluice copy --stats --protocol chunked [ARM FLAGS] SRC tcp://HOST:PORT` (TLS: "
         "`tls://`) into `sluice serve --protocol chunked --output FILE --size N --once`",
         "nbdcopy: `nbdcopy --flush SRC nbd://HOST:PORT/disk` (TLS: `nbds://...?tls-certificates=DIR`) with its "

@@ -43,12 +43,13 @@ GROUP_TITLES = OrderedDict([
     ("chunked-tls", "Chunked over TLS (one-way)"),
     ("reference", "Rig self-check: reference NBD writer, 16 KiB record-sized writes"),
 ])
-ARM_ORDER = ["sluice-A", "sluice-B", "sluice-C", "sluice-D", "nbdcopy", "qemu-img", "ref-A", "ref-B", "ref-C", "ref-D"]
+ARM_ORDER = ["sluice-A", "sluice-B", "sluice-C", "sluice-D", "sluice", "nbdcopy", "qemu-img", "ref-A", "ref-B", "ref-C", "ref-D"]
 ARM_TITLES = {
     "sluice-A": "A stock (`--depth 1 --no-nodelay`)",
     "sluice-B": "B NODELAY only (`--depth 1`)",
-    "sluice-C": "C NODELAY + pipelining (defaults)",
+    "sluice-C": "C NODELAY + pipelining (`--connections 1`)",
     "sluice-D": "D pipelining only (`--no-nodelay`)",
+    "sluice": "Sluice defaults (no flags: 2 connections where multi-conn)",
     "nbdcopy": "nbdcopy (defaults)",
     "qemu-img": "qemu-img convert -n -W -m 16",
     "ref-A": "A: depth 1, Nagle on",
@@ -57,7 +58,7 @@ ARM_TITLES = {
     "ref-D": "D: depth 8, Nagle on",
 }
 DEST_TITLES = {"nbdkit": "nbdkit memory", "sluice": "sluice serve"}
-TOOL_COLOURS = {"sluice-A": "#d62728", "sluice-B": "#ff7f0e", "sluice-C": "#2ca02c", "sluice-D": "#1f77b4",
+TOOL_COLOURS = {"sluice-A": "#d62728", "sluice-B": "#ff7f0e", "sluice-C": "#2ca02c", "sluice-D": "#1f77b4", "sluice": "#17becf",
                 "nbdcopy": "#9467bd", "qemu-img": "#7f7f7f",
                 "ref-A": "#d62728", "ref-B": "#ff7f0e", "ref-C": "#2ca02c", "ref-D": "#1f77b4"}
 
@@ -245,7 +246,8 @@ def command_report(args):
             continue
         for rtt in rtts:
             for dest in ("nbdkit", "sluice"):
-                c = cells.get((group, "sluice-C", dest, rtt))
+                # Sluice's own defaults; CSVs from before that arm existed have only C.
+                c = cells.get((group, "sluice", dest, rtt)) or cells.get((group, "sluice-C", dest, rtt))
                 peers = [(tool, cells[(group, tool, dest, rtt)]) for tool in ("nbdcopy", "qemu-img")
                          if (group, tool, dest, rtt) in cells]
                 peers = [(t, p.median("mib_s")) for t, p in peers if p.median("mib_s") is not None]
