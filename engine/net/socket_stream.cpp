@@ -1,10 +1,11 @@
 #include "engine/net/socket_stream.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <arpa/inet.h>
 
 #include <asio/read.hpp>
 #include <vector>
@@ -50,6 +51,15 @@ void apply_socket_options(Socket& socket, const StreamOptions& options) {
     int on = options.nodelay ? 1 : 0;
     ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
   }
+  // Splices made on the loop thread itself (the NBD server's WRITE payloads) must never
+  // block it, and on TCP only the socket's own O_NONBLOCK makes a splice from it return
+  // EAGAIN (SPLICE_F_NONBLOCK covers the pipe). io_uring splices then answer EAGAIN
+  // too and wait with a poll (splice_waiting). Set with fcntl, not Asio's
+  // non_blocking(), which would move Asio's own operations from io_uring to
+  // poll-then-syscall; they already cope with a descriptor that is non-blocking.
+  const int fd = socket.native_handle();
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0 && (flags & O_NONBLOCK) == 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
 awaitable<Status> send_all(Socket& socket, std::vector<asio::const_buffer> buffers, bool more,

@@ -8,16 +8,58 @@
 
 namespace sluice {
 
+namespace {
+
+long wanted_size() {
+  long wanted = 1 << 20;
+  std::ifstream limit("/proc/sys/fs/pipe-max-size");
+  long max = 0;
+  if (limit >> max && max > 0 && max < wanted) wanted = max;
+  return wanted;
+}
+
+std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
+
+}  // namespace
+
+std::size_t Pipe::planned_capacity() {
+  static const std::size_t planned = static_cast<std::size_t>(wanted_size()) - page_size();
+  return planned;
+}
+
+Status Pipe::put(std::span<const std::byte> bytes) const {
+  for (std::size_t done = 0; done < bytes.size();) {
+    ssize_t n = ::write(write_.get(), bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const auto code = errno_code(n < 0 ? errno : EIO);
+      return fail(code, "writing into a pipe: " + code.message());
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return Status{};
+}
+
+Status Pipe::take(std::span<std::byte> into) const {
+  for (std::size_t done = 0; done < into.size();) {
+    ssize_t n = ::read(read_.get(), into.data() + done, into.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const auto code = errno_code(n < 0 ? errno : EIO);
+      return fail(code, "reading out of a pipe: " + code.message());
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return Status{};
+}
+
 Result<Pipe> Pipe::create() {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return fail(errno_code(errno), "cannot create a pipe: " + errno_code(errno).message());
   Pipe pipe;
   pipe.read_ = UniqueFd(fds[0]);
   pipe.write_ = UniqueFd(fds[1]);
-  long wanted = 1 << 20;
-  std::ifstream limit("/proc/sys/fs/pipe-max-size");
-  long max = 0;
-  if (limit >> max && max > 0 && max < wanted) wanted = max;
+  const long wanted = wanted_size();
   int got = ::fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(wanted));
   if (got < 0) got = ::fcntl(fds[1], F_GETPIPE_SZ);
   // A pipe holds whole pages (one slot each): a file range that does not start on a page
@@ -25,8 +67,7 @@ Result<Pipe> Pipe::create() {
   // pipe's size means a splice of capacity() bytes from any offset always fits; more
   // would block the splice forever on a full pipe.
   const std::size_t size = got > 0 ? static_cast<std::size_t>(got) : 65536;
-  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  pipe.capacity_ = size - page;
+  pipe.capacity_ = size - page_size();
   return pipe;
 }
 

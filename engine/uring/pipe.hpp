@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "engine/error.hpp"
 #include "engine/unique_fd.hpp"
@@ -21,6 +22,14 @@ class Pipe {
   // Bytes one splice from a file can always put in the empty pipe, whatever the file
   // offset's alignment (the pipe's size less one page).
   std::size_t capacity() const { return capacity_; }
+  // The capacity() create() aims for on this system (a pipe may still come out smaller
+  // where the user's pipe limits are reached).
+  static std::size_t planned_capacity();
+
+  // Copies `bytes` in, which must fit: the pipe then never blocks.
+  Status put(std::span<const std::byte> bytes) const;
+  // Copies out exactly `into.size()` bytes known to be waiting in the pipe.
+  Status take(std::span<std::byte> into) const;
 
  private:
   UniqueFd read_;

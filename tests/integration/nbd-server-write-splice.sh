@@ -10,7 +10,6 @@ requires nbdcopy nbdsh qemu-io strace
 
 SIZE=64M
 export WORK
-truncate -s "$SIZE" "$WORK/disk.img"
 SOCK="$WORK/nbd.sock"
 PORT=$(free_port)
 head -c 48M /dev/urandom >"$WORK/src.img"
@@ -50,34 +49,35 @@ spliced_from_socket() {
   awk '/splice/ && / = [0-9]+$/ { n += $NF } END { print n + 0 }' "$WORK/trace"
 }
 
-# nbdcopy, four connections over a Unix socket, then one over TCP.
-start_traced "unix://$SOCK" --export disk="$WORK/disk.img"
-nbdcopy "$WORK/src.img" "nbd+unix:///disk?socket=$SOCK" || die "nbdcopy -> sluice (Unix)"
-stop_traced
-cmp "$WORK/src.img" "$WORK/disk.img" || die "the export differs after nbdcopy over a Unix socket"
-moved=$(spliced_from_socket)
+# copy_in NAME LISTEN_URI CLIENT_URI SERVER_FLAGS NBDCOPY_FLAGS: a fresh export, the
+# image written into it by nbdcopy with the server under strace, then compared; sets
+# MOVED to the bytes spliced from the socket.
+copy_in() {
+  local name=$1 listen=$2 uri=$3 server_flags=$4 nbdcopy_flags=$5
+  rm -f "$WORK/disk.img" && truncate -s "$SIZE" "$WORK/disk.img"
+  # shellcheck disable=SC2086 # the flags are word lists
+  start_traced "$listen" --export disk="$WORK/disk.img" $server_flags
+  # shellcheck disable=SC2086
+  nbdcopy $nbdcopy_flags "$WORK/src.img" "$uri" || die "nbdcopy -> sluice ($name)"
+  stop_traced
+  cmp "$WORK/src.img" "$WORK/disk.img" || die "the export differs after nbdcopy ($name)"
+  MOVED=$(spliced_from_socket)
+}
+
 # Each request's first bytes arrive with its header and are copied, and a request whose
 # payload came in too many small pieces for one pipe goes through memory (a slow
 # server, as under ASan, sees more of those); the bulk must still be spliced.
-[ "$moved" -ge $((8 << 20)) ] || die "only $moved bytes were spliced from the socket (48 MiB written)"
-pass "nbdcopy over a Unix socket: identical, $moved bytes spliced socket -> pipe"
+copy_in "Unix socket, 4 connections" "unix://$SOCK" "nbd+unix:///disk?socket=$SOCK" "" ""
+[ "$MOVED" -ge $((8 << 20)) ] || die "only $MOVED bytes were spliced from the socket (48 MiB written)"
+pass "nbdcopy over a Unix socket: identical, $MOVED bytes spliced socket -> pipe"
 
-rm -f "$WORK/disk.img" && truncate -s "$SIZE" "$WORK/disk.img"
-start_traced "tcp://127.0.0.1:$PORT" --export disk="$WORK/disk.img"
-nbdcopy --connections=1 --requests=64 "$WORK/src.img" "nbd://127.0.0.1:$PORT/disk" || die "nbdcopy -> sluice (TCP)"
-stop_traced
-cmp "$WORK/src.img" "$WORK/disk.img" || die "the export differs after nbdcopy over TCP"
-moved=$(spliced_from_socket)
-[ "$moved" -ge $((8 << 20)) ] || die "only $moved bytes were spliced from the socket over TCP"
-pass "nbdcopy over TCP: identical, $moved bytes spliced socket -> pipe"
+copy_in "TCP, 1 connection" "tcp://127.0.0.1:$PORT" "nbd://127.0.0.1:$PORT/disk" "" "--connections=1 --requests=64"
+[ "$MOVED" -ge $((8 << 20)) ] || die "only $MOVED bytes were spliced from the socket over TCP"
+pass "nbdcopy over TCP: identical, $MOVED bytes spliced socket -> pipe"
 
 # --no-zero-copy: the same bytes, none of them spliced.
-rm -f "$WORK/disk.img" && truncate -s "$SIZE" "$WORK/disk.img"
-start_traced "unix://$SOCK" --export disk="$WORK/disk.img" --no-zero-copy
-nbdcopy "$WORK/src.img" "nbd+unix:///disk?socket=$SOCK" || die "nbdcopy -> sluice --no-zero-copy"
-stop_traced
-cmp "$WORK/src.img" "$WORK/disk.img" || die "the export differs with --no-zero-copy"
-[ "$(spliced_from_socket)" -eq 0 ] || die "--no-zero-copy still spliced from the socket"
+copy_in "--no-zero-copy" "unix://$SOCK" "nbd+unix:///disk?socket=$SOCK" "--no-zero-copy" ""
+[ "$MOVED" -eq 0 ] || die "--no-zero-copy still spliced from the socket"
 pass "--no-zero-copy: identical, nothing spliced"
 
 # FUA writes (qemu-io -f, nbdsh with CMD_FLAG_FUA) land where they should, over TCP.

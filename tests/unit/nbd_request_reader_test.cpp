@@ -2,7 +2,6 @@
 // the requests around them, including when the pipe fills up before the payload ends.
 #include <doctest/doctest.h>
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <asio/write.hpp>
 
@@ -43,19 +42,40 @@ std::vector<std::byte> write_request(std::uint64_t cookie, std::uint64_t offset,
   return bytes;
 }
 
-// Everything waiting in a pipe (the test knows how much).
-std::vector<std::byte> take(int pipe, std::size_t n) {
-  std::vector<std::byte> out(n);
-  std::size_t done = 0;
-  while (done < n) {
-    ssize_t got = ::read(pipe, out.data() + done, n - done);
-    REQUIRE(got > 0);
-    done += static_cast<std::size_t>(got);
-  }
-  return out;
-}
+// A server-side RequestReader over one end of a socket pair, the client's end to feed
+// it, and an empty pipe. The stream makes its socket non-blocking itself, as
+// payload_to_pipe() requires.
+struct ReaderOnSocket {
+  explicit ReaderOnSocket(std::pair<Socket, Socket> pair)
+      : client(std::move(pair.first)), stream(std::move(pair.second)), reader(stream), pipe(make_pipe()) {}
+  // The reader refers to the stream: the object never moves (returned by elision).
+  ReaderOnSocket(const ReaderOnSocket&) = delete;
+  ReaderOnSocket& operator=(const ReaderOnSocket&) = delete;
+  static ReaderOnSocket on(executor ex) { return ReaderOnSocket(test::socket_pair(ex)); }
 
-void set_non_blocking(int fd) { REQUIRE(::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK) == 0); }
+  static Pipe make_pipe() {
+    auto made = Pipe::create();
+    REQUIRE(made);
+    return std::move(*made);
+  }
+  // The next request's header, which must be there.
+  awaitable<RequestHeader> header() {
+    auto next = co_await reader.next();
+    REQUIRE(next);
+    REQUIRE(*next);
+    co_return **next;
+  }
+  std::vector<std::byte> take(std::size_t n) {
+    std::vector<std::byte> out(n);
+    REQUIRE(pipe.take(out));
+    return out;
+  }
+
+  Socket client;
+  SocketStream stream;
+  RequestReader reader;
+  Pipe pipe;
+};
 
 // Sends `bytes` in pieces of `piece`, pausing between them so that the reader finds the
 // socket empty and has to wait for the rest.
@@ -71,89 +91,63 @@ awaitable<void> send_slowly(Socket& socket, std::vector<std::byte> bytes, std::s
 
 awaitable<void> spliced_in_pieces() {
   auto ex = co_await asio::this_coro::executor;
-  auto [client, server] = test::socket_pair(ex);
-  set_non_blocking(server.native_handle());
-  SocketStream stream(std::move(server));
-  RequestReader reader(stream);
-  auto pipe = Pipe::create();
-  REQUIRE(pipe);
+  auto at = ReaderOnSocket::on(ex);
+  CHECK((::fcntl(at.stream.socket_fd(), F_GETFL) & O_NONBLOCK) != 0);
 
   const auto first = pattern(200 * 1024 + 7, 1);
   const auto second = pattern(3000, 2);
   auto bytes = write_request(1, 0, first);
   auto more = write_request(2, 4096, second);
   bytes.insert(bytes.end(), more.begin(), more.end());
-  asio::co_spawn(ex, send_slowly(client, bytes, 50000), asio::detached);
+  asio::co_spawn(ex, send_slowly(at.client, bytes, 50000), asio::detached);
 
-  auto header = co_await reader.next();
-  REQUIRE(header);
-  REQUIRE(*header);
-  CHECK((*header)->cookie == 1);
-  auto moved = co_await reader.payload_to_pipe(pipe->write_end(), first.size());
+  CHECK((co_await at.header()).cookie == 1);
+  auto moved = co_await at.reader.payload_to_pipe(at.pipe, first.size());
   REQUIRE(moved);
   CHECK(*moved == first.size());
-  CHECK(take(pipe->read_end(), first.size()) == first);
+  CHECK(at.take(first.size()) == first);
 
-  auto next = co_await reader.next();
-  REQUIRE(next);
-  REQUIRE(*next);
-  CHECK((*next)->cookie == 2);
-  CHECK((*next)->offset == 4096);
+  const RequestHeader next = co_await at.header();
+  CHECK(next.cookie == 2);
+  CHECK(next.offset == 4096);
   std::vector<std::byte> small(second.size());
-  REQUIRE(co_await reader.payload(small));
+  REQUIRE(co_await at.reader.payload(small));
   CHECK(small == second);
 }
 
 awaitable<void> pipe_fills_up() {
-  auto ex = co_await asio::this_coro::executor;
-  auto [client, server] = test::socket_pair(ex);
-  set_non_blocking(server.native_handle());
-  SocketStream stream(std::move(server));
-  RequestReader reader(stream);
-  int fds[2];
-  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  auto at = ReaderOnSocket::on(co_await asio::this_coro::executor);
   // Four pages: far less than the payload, as when a socket hands over many small
   // fragments that each take a slot of their own.
-  REQUIRE(::fcntl(fds[1], F_SETPIPE_SZ, 4 * 4096) >= 4 * 4096);
+  REQUIRE(::fcntl(at.pipe.write_end(), F_SETPIPE_SZ, 4 * 4096) >= 4 * 4096);
 
   const auto payload = pattern(96 * 1024, 3);
   const auto bytes = write_request(7, 0, payload);
-  co_await asio::async_write(client, asio::buffer(bytes), asio::use_awaitable);
+  co_await asio::async_write(at.client, asio::buffer(bytes), asio::use_awaitable);
 
-  auto header = co_await reader.next();
-  REQUIRE(header);
-  REQUIRE(*header);
-  auto moved = co_await reader.payload_to_pipe(write_end.get(), payload.size());
+  co_await at.header();
+  auto moved = co_await at.reader.payload_to_pipe(at.pipe, payload.size());
   REQUIRE(moved);
   CHECK(*moved > 0);
   CHECK(*moved < payload.size());
-  auto received = take(read_end.get(), *moved);
+  auto received = at.take(*moved);
   std::vector<std::byte> rest(payload.size() - *moved);
-  REQUIRE(co_await reader.payload(rest));
+  REQUIRE(co_await at.reader.payload(rest));
   received.insert(received.end(), rest.begin(), rest.end());
   CHECK(received == payload);
 }
 
 awaitable<void> closed_inside_payload() {
-  auto ex = co_await asio::this_coro::executor;
-  auto [client, server] = test::socket_pair(ex);
-  set_non_blocking(server.native_handle());
-  SocketStream stream(std::move(server));
-  RequestReader reader(stream);
-  auto pipe = Pipe::create();
-  REQUIRE(pipe);
+  auto at = ReaderOnSocket::on(co_await asio::this_coro::executor);
 
   const auto payload = pattern(64 * 1024, 4);
   auto bytes = write_request(9, 0, payload);
   bytes.resize(bytes.size() - 1000);  // cut short
-  co_await asio::async_write(client, asio::buffer(bytes), asio::use_awaitable);
-  client.close();
+  co_await asio::async_write(at.client, asio::buffer(bytes), asio::use_awaitable);
+  at.client.close();
 
-  auto header = co_await reader.next();
-  REQUIRE(header);
-  REQUIRE(*header);
-  auto moved = co_await reader.payload_to_pipe(pipe->write_end(), payload.size());
+  co_await at.header();
+  auto moved = co_await at.reader.payload_to_pipe(at.pipe, payload.size());
   REQUIRE_FALSE(moved);
   CHECK(moved.error().message.find("closed the connection inside a WRITE payload") != std::string::npos);
 }

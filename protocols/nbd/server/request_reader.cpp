@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -72,21 +71,15 @@ awaitable<Status> RequestReader::payload(std::span<std::byte> into) {
   co_return Status{};
 }
 
-awaitable<Result<std::size_t>> RequestReader::payload_to_pipe(int pipe, std::size_t length) {
+awaitable<Result<std::size_t>> RequestReader::payload_to_pipe(const Pipe& pipe, std::size_t length) {
   // What came in with the header goes first, copied (at most the staging buffer).
   std::size_t done = std::min(staged(), length);
-  for (std::size_t put = 0; put < done;) {
-    ssize_t n = ::write(pipe, staging_.data() + begin_ + put, done - put);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) co_return fail(errno_code(n < 0 ? errno : EIO), "staging a WRITE payload in a pipe: " +
-                                                                    errno_code(n < 0 ? errno : EIO).message());
-    put += static_cast<std::size_t>(n);
-  }
+  if (Status put = pipe.put(std::span(staging_).subspan(begin_, done)); !put) co_return tl::unexpected(put.error());
   begin_ += done;
   const int socket = stream_.socket_fd();
   FileRing& ring = FileRing::of(co_await asio::this_coro::executor);
   while (done < length) {
-    ssize_t n = ::splice(socket, nullptr, pipe, nullptr, length - done, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+    ssize_t n = ::splice(socket, nullptr, pipe.write_end(), nullptr, length - done, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
     if (n > 0) {
       done += static_cast<std::size_t>(n);
       continue;

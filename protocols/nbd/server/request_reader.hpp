@@ -25,6 +25,7 @@
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
 #include "engine/net/stream.hpp"
+#include "engine/uring/pipe.hpp"
 #include "protocols/nbd/transmission_messages.hpp"
 
 namespace sluice::nbd {
@@ -40,12 +41,11 @@ class RequestReader {
   awaitable<Status> payload(std::span<std::byte> into);
   // Reads and drops `length` payload bytes (a refused WRITE).
   awaitable<Status> skip(std::uint64_t length);
-  // Moves up to `length` payload bytes into an empty pipe (`pipe` is its write end, of
-  // at least `length` bytes' capacity), on a stream whose socket_fd() is a
-  // non-blocking socket. Returns how many it moved: fewer than `length` when the pipe
+  // Moves up to `length` payload bytes into an empty pipe of at least `length` bytes'
+  // capacity, on a stream whose socket_fd() is a non-blocking socket (SocketStream's). Returns how many it moved: fewer than `length` when the pipe
   // filled up first (socket data arrives in fragments, each taking a whole slot of the
   // pipe), and the caller then receives the rest with payload().
-  awaitable<Result<std::size_t>> payload_to_pipe(int pipe, std::size_t length);
+  awaitable<Result<std::size_t>> payload_to_pipe(const Pipe& pipe, std::size_t length);
 
  private:
   std::size_t staged() const { return end_ - begin_; }

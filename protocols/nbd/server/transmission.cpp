@@ -1,10 +1,6 @@
 #include "protocols/nbd/server/transmission.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <utility>
 #include <vector>
 
@@ -27,32 +23,10 @@ std::size_t class_index(std::size_t length) {
   return index;
 }
 
-std::size_t units_for_class(std::size_t index) {
-  return std::max<std::size_t>(1, (smallest_class << index) / byte_unit);
-}
-
-std::size_t units_for(std::size_t length) { return units_for_class(class_index(length)); }
-
-// The payload receiver splices without blocking the loop: on TCP that takes a
-// non-blocking socket (SPLICE_F_NONBLOCK covers only the pipe side there). Asio's
-// operations on it are unaffected: they already cope with a socket it made
-// non-blocking itself.
-bool make_non_blocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  return flags >= 0 && ((flags & O_NONBLOCK) != 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0);
-}
-
-// Bytes known to be waiting in a pipe, taken out into memory.
-Status drain_pipe(int pipe, std::span<std::byte> into) {
-  for (std::size_t done = 0; done < into.size();) {
-    ssize_t n = ::read(pipe, into.data() + done, into.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0)
-      return fail(errno_code(n < 0 ? errno : EIO), "taking a WRITE payload out of a pipe: " +
-                                                       errno_code(n < 0 ? errno : EIO).message());
-    done += static_cast<std::size_t>(n);
-  }
-  return Status{};
+// Byte credits for a payload of `length`: its size class's, so that the buffers the
+// credits allow always fit.
+std::size_t units_for(std::size_t length) {
+  return std::max<std::size_t>(1, (smallest_class << class_index(length)) / byte_unit);
 }
 
 std::uint32_t allocation_flags(ExtentKind kind) {
@@ -145,8 +119,7 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
   terms_.block_sizes = image_.traits().block_sizes;
   terms_.structured_replies = negotiated.structured_replies;
   terms_.allocation_context = negotiated.allocation_context;
-  piped_writes_ = config.zero_copy && stream.splices() && image_.writes_from_pipes() &&
-                  make_non_blocking(stream.socket_fd());
+  piped_writes_ = config.zero_copy && stream.splices() && image_.writes_from_pipes();
 }
 
 Transmission::~Transmission() {
@@ -243,7 +216,7 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     const bool needs_buffer = !request->refusal && header.length > 0 &&
                               (header.command == Command::write || header.command == Command::read);
     bool payload_taken = false;
-    if (needs_buffer && header.command == Command::write && piped_writes_) {
+    if (needs_buffer && header.command == Command::write && writes_by_pipe(header)) {
       if (Status got = co_await receive_payload_piped(*request); !got) co_return got;
       payload_taken = true;
     } else if (needs_buffer && header.command == Command::read && reads_by_pipe(header)) {
@@ -277,7 +250,7 @@ awaitable<Status> Transmission::receive_payload_piped(Request& request) {
   PipeLease lease(pipes_, *pipe);
   std::size_t moved = 0;
   if (length <= (*pipe)->capacity()) {
-    auto spliced = co_await reader_.payload_to_pipe((*pipe)->write_end(), length);
+    auto spliced = co_await reader_.payload_to_pipe(**pipe, length);
     if (!spliced) co_return tl::unexpected(spliced.error());  // the pipe is closed, not reused
     moved = *spliced;
     if (moved == length) {
@@ -285,13 +258,12 @@ awaitable<Status> Transmission::receive_payload_piped(Request& request) {
       co_return Status{};
     }
   }
-  // The pipe filled up with small socket fragments (or the WRITE is larger than a
-  // pipe): what it holds and the rest of the payload go through memory.
+  // The pipe filled up with small socket fragments (or came out smaller than planned):
+  // what it holds and the rest of the payload go through memory.
   auto buffer = co_await pooled_buffer(length);
   if (!buffer) co_return tl::unexpected(buffer.error());
   request.buffer = std::move(*buffer);
-  if (Status drained = drain_pipe((*pipe)->read_end(), request.buffer.data().first(moved)); !drained)
-    co_return drained;
+  if (Status taken = (*pipe)->take(request.buffer.data().first(moved)); !taken) co_return taken;
   lease.release(true);
   co_return co_await reader_.payload(request.buffer.data().subspan(moved));
 }
@@ -452,6 +424,11 @@ awaitable<Status> Transmission::send_runs_piped(const RequestHeader& h, const st
     if (!sent) co_return sent;
   }
   co_return Status{};
+}
+
+bool Transmission::writes_by_pipe(const RequestHeader& h) const {
+  // A WRITE larger than a pipe does not wait for one it could not use.
+  return piped_writes_ && h.length <= Pipe::planned_capacity();
 }
 
 bool Transmission::reads_by_pipe(const RequestHeader& h) const {

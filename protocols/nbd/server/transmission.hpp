@@ -77,6 +77,8 @@ class Transmission {
   awaitable<Status> serve_read(Request& request);
   // A structured READ whose data is spliced from the image (no buffer).
   bool reads_by_pipe(const RequestHeader& header) const;
+  // A WRITE whose payload is spliced from the socket into a pipe (no buffer).
+  bool writes_by_pipe(const RequestHeader& header) const;
   awaitable<Status> send_runs_piped(const RequestHeader& header, const std::vector<ReadRun>& runs);
   awaitable<Status> send_data_piped(const RequestHeader& header, std::uint64_t from, std::uint64_t length,
                                     bool last_run);
