@@ -35,6 +35,9 @@
 #   --output FILE      the markdown file to update (default docs/benchmarks.md)
 #   --no-docs          do not touch docs/ (results go to a temporary dir unless --results)
 #   --sluice PATH      the binary (default build/apps/sluice/sluice)
+#   --arm-flags A=F    replace the flags of Sluice arm A (sluice, sluice-A..D) with F for
+#                      an experiment, e.g. --arm-flags 'sluice-D=--depth 16'; repeatable;
+#                      the results and the doc say which arms were changed
 #   --report CSV       only regenerate the section and plots from CSV (+ CSV's .json)
 #   --check            exit 0 if root, namespaces and the tools are here; else say why
 #
@@ -50,6 +53,7 @@ command_line="tests/bench/run-matrix.sh${*:+ $*}"
 
 quick=false runs= size= rtts= groups= only= rate= run_timeout= budget= sample_us=1000
 results_dir= output= no_docs=false sluice= report_csv= check_only=false relay_sched=fifo
+arm_overrides=()
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
 die() {
@@ -74,6 +78,7 @@ while (($#)); do
     --output) output=${2:?}; shift ;;
     --no-docs) no_docs=true ;;
     --sluice) sluice=${2:?}; shift ;;
+    --arm-flags) arm_overrides+=("${2:?}"); shift ;;
     --report) report_csv=${2:?}; shift ;;
     --check) check_only=true ;;
     -h | --help) usage; exit 0 ;;
@@ -409,6 +414,12 @@ declare -A arm_flags=(
   [ref-C]="--depth 8 --nodelay"
   [ref-D]="--depth 8"
 )
+for override in "${arm_overrides[@]}"; do
+  arm=${override%%=*}
+  [[ $override == *=* && $arm =~ ^sluice(-[ABCD])?$ ]] || die "--arm-flags: want sluice or sluice-A..D=FLAGS, not '$override'"
+  arm_flags[$arm]=${override#*=}
+  log "arm $arm runs with '${arm_flags[$arm]}' (--arm-flags)"
+done
 arms=()
 for group in "${group_list[@]}"; do
   case $group in
