@@ -51,8 +51,14 @@ class Copier {
                     (traits_.zero_is_cheap || known_zero_);
     // By reference where both ends allow it; zero detection then scans a mapping of
     // the source instead of a buffer.
-    zero_copy_ = options_.zero_copy && destination_.takes_file_slices() && source_.file_slice(0, 0).has_value();
+    const bool by_reference = options_.zero_copy == ZeroCopy::always      ? destination_.takes_file_slices()
+                              : options_.zero_copy == ZeroCopy::automatic ? destination_.file_slices_pay()
+                                                                          : false;
+    zero_copy_ = by_reference && source_.file_slice(0, 0).has_value();
     stats_.size = source_.size();
+    stats_.depth = options_.depth;
+    stats_.round_trip_us =
+        static_cast<std::uint64_t>(std::max(source_.round_trip(), traits_.round_trip).count());
   }
 
   awaitable<Result<TransferStats>> run() {
@@ -357,9 +363,10 @@ class Copier {
 }  // namespace
 
 awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, CopyOptions options) {
-  if (options.depth == 0) co_return fail(std::errc::invalid_argument, "depth must be at least 1");
   auto settled = settle_sizes(options, source.block_sizes(), destination.traits().block_sizes);
   if (!settled) co_return tl::unexpected(settled.error());
+  const std::chrono::microseconds round_trip = std::max(source.round_trip(), destination.traits().round_trip);
+  options.depth = depth_for(options, round_trip);
   Copier copier(co_await asio::this_coro::executor, source, destination, std::move(options));
   co_return co_await copier.run();
 }

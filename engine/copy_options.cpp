@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <string>
 
 namespace sluice {
@@ -30,6 +31,16 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
     options.sparse = std::max<std::size_t>(options.sparse, static_cast<std::size_t>(minimum));
   }
   return Status{};
+}
+
+std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip) {
+  if (options.depth != 0) return options.depth;
+  const std::size_t request = std::max<std::size_t>(options.request_size, 1);
+  const double in_flight = 2.0 * static_cast<double>(round_trip.count()) * 1e-6 *
+                           CopyOptions::latency_link_bytes_per_second;
+  const auto wanted = static_cast<std::size_t>(std::ceil(in_flight / static_cast<double>(request)));
+  const std::size_t limit = std::max(CopyOptions::default_depth, CopyOptions::latency_in_flight_limit / request);
+  return std::clamp(wanted, CopyOptions::default_depth, limit);
 }
 
 }  // namespace sluice

@@ -1,6 +1,7 @@
 // Knobs of one copy. Defaults are the measured ones (docs/benchmarks.md).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,13 +20,23 @@ struct ProgressUpdate {
 
 using ProgressCallback = std::function<void(const ProgressUpdate&)>;
 
+// Whether file data goes to the destination by reference (splice) instead of through a
+// buffer. `automatic` splices where the destination says it pays (measured per kind of
+// destination); `always` wherever it can (for comparisons); `never` not at all.
+enum class ZeroCopy { automatic, always, never };
+
 struct CopyOptions {
   static constexpr std::size_t default_depth = 8;
+  // The automatic depth keeps two round trips of a link this fast in flight, when that
+  // is more than default_depth requests, up to latency_in_flight_limit bytes.
+  static constexpr double latency_link_bytes_per_second = 1.25e9;  // 10 Gbit/s
+  static constexpr std::size_t latency_in_flight_limit = 64u << 20;
   static constexpr std::size_t default_request_size = 2u << 20;
   static constexpr std::size_t default_sparse = 4096;
 
   // Requests in flight; also the number of buffers, so memory is depth x request_size.
-  std::size_t depth = default_depth;
+  // 0: automatic (depth_for): default_depth, more when an end is a long round trip away.
+  std::size_t depth = 0;
   std::size_t request_size = default_request_size;
   // Zero-detection granularity for data read from the source; 0 turns it off.
   std::size_t sparse = default_sparse;
@@ -35,8 +46,8 @@ struct CopyOptions {
   bool allocated = false;
   bool flush = true;
   // Let data go from a file source to a splicing destination by reference (no copy
-  // through this process) when nothing needs to look at the bytes (--no-zero-copy).
-  bool zero_copy = true;
+  // through this process) (--zero-copy, --no-zero-copy).
+  ZeroCopy zero_copy = ZeroCopy::automatic;
   // Boundary every request lies on (both ends' minimum block size); set by copy().
   std::uint64_t alignment = 1;
   // How much of the source's map to ask for at a time.
@@ -50,5 +61,14 @@ struct CopyOptions {
 // Reconciles the request size, alignment and zero-detection granularity with the
 // block sizes both endpoints impose; fails when they cannot be met together.
 Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockSizes& destination);
+
+// The depth a copy runs at: options.depth when set; otherwise default_depth, or, when
+// one end is `round_trip` away, enough requests of options.request_size to cover two
+// round trips at latency_link_bytes_per_second (a request's reply is a round trip
+// behind it, and queueing in the path adds about as much again), at most
+// latency_in_flight_limit bytes. Near ends keep default_depth, which was measured as
+// enough for them (docs/benchmarks.md) and spares a destination's disk a deeper queue:
+// on a long link the extra requests are on the wire, not at the disk.
+std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip);
 
 }  // namespace sluice

@@ -1,6 +1,8 @@
 // Destination: the other half of the ops table.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <string>
 
@@ -22,6 +24,9 @@ struct DestinationTraits {
   // Writes and zeros must be issued one at a time in offset order (a raw byte stream).
   bool ordered = false;
   BlockSizes block_sizes{};
+  // A network destination's measured round trip (zero: local, or not known). A long one
+  // raises the automatic depth.
+  std::chrono::microseconds round_trip{0};
 };
 
 enum class ZeroMode : std::uint8_t {
@@ -43,6 +48,10 @@ class Destination {
   // Whether write_file() may be used: the destination can send bytes straight from a
   // file (a plain socket that splices).
   virtual bool takes_file_slices() const { return false; }
+
+  // Whether sending file slices is faster here than sending buffers, which decides it
+  // under ZeroCopy::automatic. Most destinations that can, should.
+  virtual bool file_slices_pay() const { return takes_file_slices(); }
 
   // Writes the bytes `slice` names at `offset`, without them passing through memory.
   // Only called when takes_file_slices() is true.

@@ -2,6 +2,8 @@
 // device, an NBD export or a VHD chain all look the same from here.
 #pragma once
 
+#include <chrono>
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -25,6 +27,9 @@ class Source {
   virtual std::string format() const { return "raw"; }
   virtual std::string describe() const = 0;
   virtual BlockSizes block_sizes() const { return {}; }
+  // How long a request takes to come back when nothing else is queued (a network
+  // source's measured round trip); zero for local sources.
+  virtual std::chrono::microseconds round_trip() const { return {}; }
 
   // The allocation map from `offset`: contiguous extents starting exactly at `offset`,
   // covering at least one byte, ending no later than size(). They may stop before

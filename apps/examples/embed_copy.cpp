@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
   asio::io_context context(1);
 
   sluice::CopyOptions copy;
-  copy.depth = 8;
+  // depth stays 0: automatic (8 requests, more to a far-away NBD server).
   copy.progress = [](const sluice::ProgressUpdate& u) {
     std::fprintf(stderr, "\r%llu / %llu bytes", static_cast<unsigned long long>(u.done),
                  static_cast<unsigned long long>(u.total));

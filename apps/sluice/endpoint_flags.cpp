@@ -44,7 +44,8 @@ const char* const endpoint_flags_help =
     "  --tls-ciphers LIST, --tls-ciphersuites LIST, --tls12\n"
     "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
     "  --connections N       NBD connections when the server allows multi-conn\n"
-    "                        (default: 2 where it does, else 1)\n"
+    "                        (default: 2 where it does and the server is under\n"
+    "                        0.5 ms away, else 1)\n"
     "  --timeout SECONDS     fail when a peer stops answering for this long: connecting,\n"
     "                        handshakes (NBD, TLS, HTTP), an NBD server with requests\n"
     "                        pending, a stream receiver that stops reading\n";

@@ -19,6 +19,8 @@ std::string stats_json(const TransferStats& s) {
       .add("zero_requests", s.zero_requests)
       .add("zero_copy_writes", s.zero_copy_writes)
       .add("peak_buffers", s.peak_buffers)
+      .add("depth", s.depth)
+      .add("round_trip_us", s.round_trip_us)
       .add("seconds", s.seconds)
       .add("mib_per_second",
            s.seconds > 0 ? static_cast<double>(s.size) / (1024.0 * 1024.0) / s.seconds : 0.0);

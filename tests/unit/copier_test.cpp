@@ -176,6 +176,42 @@ TEST_CASE("cancellation stops a copy and says so") {
   CHECK_FALSE(sink.finished);
 }
 
+TEST_CASE("the automatic depth follows the destination's round trip; an explicit one does not") {
+  MemorySource source(test::patterned(image_size, sample_map), sample_map);
+  CopyOptions options = small_requests();
+  options.depth = 0;  // automatic
+  SUBCASE("near: the default depth") {
+    CheckingSink sink(image_size);
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE(stats);
+    CHECK(sink.image == test::patterned(image_size, sample_map));
+    CHECK(stats->depth == CopyOptions::default_depth);
+    CHECK(stats->round_trip_us == 0);
+    CHECK(sink.max_in_flight <= CopyOptions::default_depth);
+  }
+  SUBCASE("20 ms away: deeper, and the copy uses it") {
+    CheckingSink sink(image_size);
+    sink.traits_.round_trip = std::chrono::milliseconds(20);
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE(stats);
+    CHECK(sink.image == test::patterned(image_size, sample_map));
+    CHECK(stats->depth == depth_for(options, std::chrono::milliseconds(20)));
+    CHECK(stats->depth > CopyOptions::default_depth);
+    CHECK(stats->round_trip_us == 20000);
+    CHECK(stats->peak_buffers > CopyOptions::default_depth);  // more than 8 requests were under way
+    CHECK(sink.max_in_flight <= stats->depth);
+  }
+  SUBCASE("20 ms away with --depth 4: 4") {
+    CheckingSink sink(image_size);
+    sink.traits_.round_trip = std::chrono::milliseconds(20);
+    options.depth = 4;
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE(stats);
+    CHECK(stats->depth == 4);
+    CHECK(sink.max_in_flight <= 4);
+  }
+}
+
 TEST_CASE("an empty source copies nothing and still flushes") {
   MemorySource source({}, {});
   CheckingSink sink(0);
@@ -192,6 +228,7 @@ class SlicingSink final : public CheckingSink {
  public:
   using CheckingSink::CheckingSink;
   bool takes_file_slices() const override { return true; }
+  bool file_slices_pay() const override { return slices_pay; }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override {
     begin(offset, slice.length);
     ++slices;
@@ -201,6 +238,7 @@ class SlicingSink final : public CheckingSink {
     co_return end(offset, slice.length);
   }
   std::size_t slices = 0;
+  bool slices_pay = true;
 };
 
 int memfd_with(const std::vector<std::byte>& bytes) {
@@ -253,11 +291,32 @@ TEST_CASE("zero-copy: file slices go by reference, within the depth, only where 
     SlicingSink sink(image_size);
     sink.traits_.zero_is_cheap = false;
     CopyOptions options = small_requests();
-    options.zero_copy = false;
+    options.zero_copy = ZeroCopy::never;
     auto stats = test::run(copy(source, sink, options));
     REQUIRE(stats);
     CHECK(sink.image == bytes);
     CHECK(sink.slices == 0);
+  }
+  SUBCASE("a destination where slices do not pay gets buffers, unless asked for always") {
+    SlicingSink sink(image_size);
+    sink.traits_.zero_is_cheap = false;
+    sink.slices_pay = false;
+    auto stats = test::run(copy(source, sink, small_requests()));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(sink.slices == 0);
+    CHECK(stats->zero_copy_writes == 0);
+
+    SlicingSink forced(image_size);
+    forced.traits_.zero_is_cheap = false;
+    forced.slices_pay = false;
+    CopyOptions options = small_requests();
+    options.zero_copy = ZeroCopy::always;
+    stats = test::run(copy(source, forced, options));
+    REQUIRE(stats);
+    CHECK(forced.image == bytes);
+    CHECK(forced.slices > 0);
+    CHECK(stats->zero_copy_writes == forced.slices);
   }
   ::close(fd);
 }

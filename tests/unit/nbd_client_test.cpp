@@ -504,6 +504,25 @@ awaitable<void> export_name_fallback() {
   CHECK(served);
 }
 
+// The handshake times its option round trips: the quickest stands for the link.
+awaitable<void> measured_round_trip(std::chrono::milliseconds delay) {
+  auto ex = co_await asio::this_coro::executor;
+  auto sockets = test::socket_pair(ex);
+  FakeServer server(std::move(sockets.second));
+  FakeServerOptions far;
+  far.option_delay = delay;
+  TaskGroup serving(ex);
+  serving.spawn(serve(server, far, &nothing_more));
+  auto connection = co_await connect(std::move(sockets.first), true);
+  REQUIRE(connection);
+  const auto round_trip = (*connection)->facts().round_trip;
+  CHECK(round_trip >= delay);
+  CHECK(round_trip.count() > 0);
+  CHECK(round_trip < delay + std::chrono::seconds(2));
+  co_await (*connection)->disconnect();
+  CHECK(co_await serving.join());
+}
+
 awaitable<void> advertised_sizes(BlockSizes sizes, bool valid) {
   auto ex = co_await asio::this_coro::executor;
   auto sockets = test::socket_pair(ex);
@@ -541,6 +560,11 @@ TEST_CASE("NBD client handshake: EXPORT_NAME where GO is not understood; block s
   test::run(export_name_fallback());
   test::run(advertised_sizes(BlockSizes{65536, 65536, 1u << 20}, true));
   test::run(advertised_sizes(BlockSizes{3, 4096, 1u << 20}, false));
+}
+
+TEST_CASE("NBD client handshake: the option round trip is measured") {
+  test::run(measured_round_trip(std::chrono::milliseconds(0)));
+  test::run(measured_round_trip(std::chrono::milliseconds(30)));
 }
 
 TEST_CASE("NBD URIs: schemes, export names, sockets and TLS parameters") {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include <array>
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -33,6 +34,8 @@ struct FakeServerOptions {
                         nbd::transmission_flag::send_write_zeroes;
   std::optional<BlockSizes> block_sizes;
   std::uint32_t allocation_context = 1;
+  // Each option is answered this long after it arrived (a far-away server).
+  std::chrono::milliseconds option_delay{0};
 };
 
 // A connected pair of Unix stream sockets on `ex`.
@@ -93,6 +96,10 @@ class FakeServer {
       if (options.style == Style::newstyle && header->option != Option::export_name)
         co_return fail(std::errc::protocol_error,
                        "the client sent " + to_string(header->option) + " to a server without fixed newstyle");
+      if (options.option_delay.count() > 0) {
+        asio::steady_timer timer(co_await asio::this_coro::executor, options.option_delay);
+        co_await timer.async_wait(use_nothrow);
+      }
       std::vector<std::byte> reply;
       switch (header->option) {
         case Option::structured_reply:

@@ -30,11 +30,18 @@ struct ClientOptions {
   bool allocation_map = false;
 
   // Connections to open when the server allows multi-conn; 0 picks for the user:
-  // `automatic_connections` where the server advertises CAN_MULTI_CONN, else one,
-  // without a notice. Over TLS to nbdkit two connections made a copy 1.4x faster
-  // (the server decrypts each connection on its own thread); four were no faster.
+  // `automatic_connections` where the server advertises CAN_MULTI_CONN and the first
+  // connection's handshake measured a round trip under `multi_conn_round_trip_limit`,
+  // else one, without a notice. Extra connections spread CPU work (over TLS to nbdkit
+  // two made a copy 1.4x faster: the server decrypts each connection on its own
+  // thread; four were no faster), which is the limit on a short link. On a long one
+  // the window is, which the copy's depth covers on one connection, and each extra
+  // connection's handshake costs its round trips before it carries anything: from
+  // 1 ms up two connections were slower in every cell of the matrix
+  // (docs/benchmarks.md).
   unsigned connections = 0;
   static constexpr unsigned automatic_connections = 2;
+  static constexpr std::chrono::microseconds multi_conn_round_trip_limit{500};
   // A server with requests pending that sends nothing for this long fails the
   // connection; also bounds the handshake. Zero: no limit.
   std::chrono::seconds timeout{0};

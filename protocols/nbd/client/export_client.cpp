@@ -82,7 +82,10 @@ awaitable<Result<std::unique_ptr<ExportClient>>> ExportClient::open(const Target
 
 awaitable<Status> ExportClient::add_connections(const Target& target, const ClientOptions& options) {
   const bool explicit_count = options.connections != 0;
-  const unsigned count = explicit_count ? options.connections : ClientOptions::automatic_connections;
+  // A Unix socket is on this machine however slow its handshake was (a busy one).
+  const bool far = target.address.kind != NetAddress::Kind::unix_socket &&
+                   facts().round_trip > ClientOptions::multi_conn_round_trip_limit;
+  const unsigned count = explicit_count ? options.connections : far ? 1 : ClientOptions::automatic_connections;
   if (count <= 1) co_return Status{};
   const std::string wanted = std::to_string(count);
   if (!facts().can_multi_conn()) {

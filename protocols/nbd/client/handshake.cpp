@@ -1,6 +1,9 @@
 #include "protocols/nbd/client/handshake.hpp"
 
+#include <algorithm>
 #include <array>
+#include <chrono>
+#include <optional>
 #include <vector>
 
 #include "engine/net/socket_stream.hpp"
@@ -120,7 +123,20 @@ class ClientHandshake {
 
   awaitable<Status> send_option(const Result<std::vector<std::byte>>& bytes) {
     if (!bytes) co_return tl::unexpected(bytes.error());
+    // Timed from before the send: the reply may be in before the send's completion is.
+    option_sent_at_ = std::chrono::steady_clock::now();
     co_return co_await stream_->send(Frame{{}, *bytes});
+  }
+
+  // The first reply to an option timed against its sending; the quickest one stands
+  // for the link (a server may take longer over GO, opening the export).
+  void time_round_trip() {
+    if (!option_sent_at_) return;
+    auto took = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() -
+                                                                      *option_sent_at_);
+    took = std::max(took, std::chrono::microseconds{1});
+    if (facts_.round_trip.count() == 0 || took < facts_.round_trip) facts_.round_trip = took;
+    option_sent_at_.reset();
   }
 
   awaitable<Result<OptionReply>> read_reply(Option option) {
@@ -130,6 +146,7 @@ class ClientHandshake {
                               to_string(option) + ": " + e.message);
     };
     if (Status s = co_await stream_->read_exactly(head); !s) co_return lost(s.error());
+    time_round_trip();
     auto header = decode_option_reply_header(head, option);
     if (!header) co_return tl::unexpected(header.error());
     OptionReply reply{*header, std::vector<std::byte>(header->length)};
@@ -276,6 +293,7 @@ class ClientHandshake {
                      "NBD server at " + peer_ + " hung up after EXPORT_NAME '" + options_.export_name +
                          "' (without GO it cannot say why; most likely there is no such export): " +
                          s.error().message);
+    time_round_trip();
     auto info = decode_export_name_reply(reply);
     if (!info) co_return tl::unexpected(info.error());
     facts_.size = info->size;
@@ -293,6 +311,7 @@ class ClientHandshake {
   bool options_sent_ = false;  // the server is in option haggling: ABORT is understood
   bool upgraded_ = false;      // STARTTLS succeeded
   int replies_after_tls_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> option_sent_at_;
 };
 
 }  // namespace

@@ -47,6 +47,7 @@ DestinationTraits NbdDestination::traits() const {
   traits.zero_is_cheap = facts().can_write_zeroes();
   traits.ordered = false;
   traits.block_sizes = facts().block_sizes;
+  traits.round_trip = facts().round_trip;
   return traits;
 }
 

@@ -41,6 +41,8 @@ class NbdDestination final : public Destination {
   std::string describe() const override { return client_->display(); }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
   bool takes_file_slices() const override;
+  // No: measured slower than buffered WRITEs to every server (docs/benchmarks.md).
+  bool file_slices_pay() const override { return false; }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
   awaitable<Status> flush() override;

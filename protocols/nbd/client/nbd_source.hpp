@@ -24,6 +24,7 @@ class NbdSource final : public Source {
   std::uint64_t size() const override { return client_->facts().size; }
   std::string describe() const override { return client_->display(); }
   BlockSizes block_sizes() const override { return client_->facts().block_sizes; }
+  std::chrono::microseconds round_trip() const override { return client_->facts().round_trip; }
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length_hint) override;
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
   awaitable<Status> close() override;

@@ -1,6 +1,7 @@
 // What the handshake settled about one export on one connection.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,6 +26,10 @@ struct NegotiatedExport {
   std::optional<std::uint32_t> allocation_context;
   // GO was not understood and EXPORT_NAME ended the handshake.
   bool export_name_fallback = false;
+  // The quickest option round trip of the handshake (send to first reply byte): the
+  // link's latency as the copy will see it, server included. Zero when no option was
+  // answered (oldstyle).
+  std::chrono::microseconds round_trip{0};
 
   bool has(std::uint16_t flag) const { return (flags & flag) != 0; }
   bool read_only() const { return has(transmission_flag::read_only); }
