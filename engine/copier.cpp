@@ -34,7 +34,9 @@ using ItemChannel = asio::experimental::channel<void(asio::error_code, WorkItem)
 
 class Copier {
  public:
-  Copier(executor ex, Source& source, Destination& destination, CopyOptions options)
+  // `round_trip`: the farther end's, which options.depth was resolved for (reported in stats).
+  Copier(executor ex, Source& source, Destination& destination, CopyOptions options,
+         std::chrono::microseconds round_trip)
       : source_(source),
         destination_(destination),
         traits_(destination.traits()),
@@ -57,8 +59,7 @@ class Copier {
     zero_copy_ = by_reference && source_.file_slice(0, 0).has_value();
     stats_.size = source_.size();
     stats_.depth = options_.depth;
-    stats_.round_trip_us =
-        static_cast<std::uint64_t>(std::max(source_.round_trip(), traits_.round_trip).count());
+    stats_.round_trip_us = static_cast<std::uint64_t>(round_trip.count());
   }
 
   awaitable<Result<TransferStats>> run() {
@@ -367,7 +368,7 @@ awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, 
   if (!settled) co_return tl::unexpected(settled.error());
   const std::chrono::microseconds round_trip = std::max(source.round_trip(), destination.traits().round_trip);
   options.depth = depth_for(options, round_trip);
-  Copier copier(co_await asio::this_coro::executor, source, destination, std::move(options));
+  Copier copier(co_await asio::this_coro::executor, source, destination, std::move(options), round_trip);
   co_return co_await copier.run();
 }
 

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <fstream>
+#include <string>
 
 namespace sluice {
 
@@ -20,6 +21,22 @@ long wanted_size() {
 
 std::size_t page_size() { return static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)); }
 
+// Repeats `step(done)` (one read() or write()) until `size` bytes have moved. A pipe
+// that ends early is an I/O error: callers only move bytes known to fit or be there.
+template <class Step>
+Status move_all(std::size_t size, const char* what, Step step) {
+  for (std::size_t done = 0; done < size;) {
+    ssize_t n = step(done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const auto code = errno_code(n < 0 ? errno : EIO);
+      return fail(code, std::string(what) + ": " + code.message());
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  return Status{};
+}
+
 }  // namespace
 
 std::size_t Pipe::planned_capacity() {
@@ -28,29 +45,15 @@ std::size_t Pipe::planned_capacity() {
 }
 
 Status Pipe::put(std::span<const std::byte> bytes) const {
-  for (std::size_t done = 0; done < bytes.size();) {
-    ssize_t n = ::write(write_.get(), bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const auto code = errno_code(n < 0 ? errno : EIO);
-      return fail(code, "writing into a pipe: " + code.message());
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return Status{};
+  return move_all(bytes.size(), "writing into a pipe", [&](std::size_t done) {
+    return ::write(write_.get(), bytes.data() + done, bytes.size() - done);
+  });
 }
 
 Status Pipe::take(std::span<std::byte> into) const {
-  for (std::size_t done = 0; done < into.size();) {
-    ssize_t n = ::read(read_.get(), into.data() + done, into.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const auto code = errno_code(n < 0 ? errno : EIO);
-      return fail(code, "reading out of a pipe: " + code.message());
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  return Status{};
+  return move_all(into.size(), "reading out of a pipe", [&](std::size_t done) {
+    return ::read(read_.get(), into.data() + done, into.size() - done);
+  });
 }
 
 Result<Pipe> Pipe::create() {

@@ -192,6 +192,7 @@ TEST_CASE("the automatic depth follows the destination's round trip; an explicit
   SUBCASE("20 ms away: deeper, and the copy uses it") {
     CheckingSink sink(image_size);
     sink.traits_.round_trip = std::chrono::milliseconds(20);
+    sink.write_delay = std::chrono::milliseconds(50);  // as a far server: reads outrun writes
     auto stats = test::run(copy(source, sink, options));
     REQUIRE(stats);
     CHECK(sink.image == test::patterned(image_size, sample_map));
@@ -199,6 +200,7 @@ TEST_CASE("the automatic depth follows the destination's round trip; an explicit
     CHECK(stats->depth > CopyOptions::default_depth);
     CHECK(stats->round_trip_us == 20000);
     CHECK(stats->peak_buffers > CopyOptions::default_depth);  // more than 8 requests were under way
+    CHECK(sink.max_in_flight > CopyOptions::default_depth);
     CHECK(sink.max_in_flight <= stats->depth);
   }
   SUBCASE("20 ms away with --depth 4: 4") {

@@ -112,11 +112,18 @@ class CheckingSink : public Destination {
   std::size_t corruptions = 0;
   bool flushed = false, finished = false, aborted = false;
   std::mt19937 rng{11};
+  // Nonzero: every data write takes exactly this long (writes pile up behind reads).
+  std::chrono::milliseconds write_delay{0};
 
  protected:
   awaitable<Status> complete_write(std::uint64_t offset, Buffer data, std::vector<std::byte> expected) {
     begin(offset, expected.size());
-    co_await random_delay(rng, 300);
+    if (write_delay.count() > 0) {
+      asio::steady_timer slow(co_await asio::this_coro::executor, write_delay);
+      co_await slow.async_wait(use_nothrow);
+    } else {
+      co_await random_delay(rng, 300);
+    }
     // The payload must be exactly what was handed over: nobody may have reused it.
     if (std::memcmp(data.data().data(), expected.data(), expected.size()) != 0) ++corruptions;
     std::memcpy(image.data() + offset, data.data().data(), expected.size());

@@ -42,9 +42,10 @@ class RequestReader {
   // Reads and drops `length` payload bytes (a refused WRITE).
   awaitable<Status> skip(std::uint64_t length);
   // Moves up to `length` payload bytes into an empty pipe of at least `length` bytes'
-  // capacity, on a stream whose socket_fd() is a non-blocking socket (SocketStream's). Returns how many it moved: fewer than `length` when the pipe
-  // filled up first (socket data arrives in fragments, each taking a whole slot of the
-  // pipe), and the caller then receives the rest with payload().
+  // capacity, on a stream whose socket_fd() is a non-blocking socket (SocketStream's).
+  // Returns how many it moved: fewer than `length` when the pipe filled up first
+  // (socket data arrives in fragments, each taking a whole slot of the pipe), and the
+  // caller then receives the rest with payload().
   awaitable<Result<std::size_t>> payload_to_pipe(const Pipe& pipe, std::size_t length);
 
  private:
