@@ -884,9 +884,10 @@ meta = {
     "commands": [
         "Sluice NBD arms: `sluice copy --stats [ARM FLAGS] SRC nbd://HOST:PORT/disk` (TLS: `nbds://...` with "
         "`--tls-ca`); each arm on one connection (`--connections 1`, as the field's writer); A `--depth 1 "
-        "--no-nodelay`, B `--depth 1`, C no other flags (depth 8, 2 MiB requests, NODELAY), "
-        "D `--no-nodelay`; \"Sluice defaults\" is `sluice copy --stats SRC DEST` with no flags at all (two "
-        "connections where the server offers multi-conn), the arm the peers are measured against",
+        "--no-nodelay`, B `--depth 1`, C no other flags (2 MiB requests, NODELAY, the automatic depth: 8, more "
+        "when the handshake measured a long round trip), D `--no-nodelay`; \"Sluice defaults\" is `sluice copy "
+        "--stats SRC DEST` with no flags at all (two connections where the server offers multi-conn and is under "
+        "0.5 ms away, else one), the arm the peers are measured against",
         "Sluice Chunked arms: `sluice copy --stats --protocol chunked [ARM FLAGS] SRC tcp://HOST:PORT` (TLS: "
         "`tls://`) into `sluice serve --protocol chunked --output FILE --size N --once`",
         "nbdcopy: `nbdcopy --flush SRC nbd://HOST:PORT/disk` (TLS: `nbds://...?tls-certificates=DIR`) with its "

@@ -49,7 +49,7 @@ ARM_TITLES = {
     "sluice-B": "B NODELAY only (`--depth 1`)",
     "sluice-C": "C NODELAY + pipelining (`--connections 1`)",
     "sluice-D": "D pipelining only (`--no-nodelay`)",
-    "sluice": "Sluice defaults (no flags: 2 connections where multi-conn)",
+    "sluice": "Sluice defaults (no flags)",
     "nbdcopy": "nbdcopy (defaults)",
     "qemu-img": "qemu-img convert -n -W -m 16",
     "ref-A": "A: depth 1, Nagle on",
