@@ -237,7 +237,7 @@ bench "(b) sparse $(human "$sparse_size"), ${sparse_percent}% data" "$sparse_img
 
 # Sluice's buffer memory is depth x request size with its defaults, read from --help.
 help=$("$sluice" copy --help)
-depth=$(sed -n 's/.*--depth N .*(default \([0-9]*\)).*/\1/p' <<<"$help")
+depth=$(sed -n 's/.*--depth N .*(default \([0-9]*\)[;)].*/\1/p' <<<"$help")
 request=$(sed -n 's/.*--request-size SIZE .*(default \([0-9]*[kKmM]\)).*/\1/p' <<<"$help")
 [[ -n $depth && -n $request ]] || die "cannot read sluice's default depth and request size from its --help"
 request_bytes=$(numfmt --from=iec "${request^^}")
