@@ -237,8 +237,9 @@ bench "(b) sparse $(human "$sparse_size"), ${sparse_percent}% data" "$sparse_img
 
 # Sluice's buffer memory is depth x request size with its defaults, read from --help.
 help=$("$sluice" copy --help)
-depth=$(sed -n 's/.*--depth N .*(default \([0-9]*\)[;)].*/\1/p' <<<"$help")
-request=$(sed -n 's/.*--request-size SIZE .*(default \([0-9]*[kKmM]\)).*/\1/p' <<<"$help")
+# Only what follows "(default " up to the end of the value: the rest of the text may change.
+depth=$(sed -n 's/.*--depth N .*(default \([0-9][0-9]*\).*/\1/p' <<<"$help")
+request=$(sed -n 's/.*--request-size SIZE .*(default \([0-9][0-9]*[kKmM]\).*/\1/p' <<<"$help")
 [[ -n $depth && -n $request ]] || die "cannot read sluice's default depth and request size from its --help"
 request_bytes=$(numfmt --from=iec "${request^^}")
 rss_limit_kib=$(((depth * request_bytes + (32 << 20)) / 1024))
