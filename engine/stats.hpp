@@ -29,6 +29,7 @@ struct TransferStats {
   std::optional<std::uint64_t> tls_records;
   std::optional<std::uint64_t> tcp_segments;
   std::optional<std::uint64_t> connections;
+  std::optional<std::uint64_t> loops;  // event-loop threads the connections ran on
 };
 
 }  // namespace sluice

@@ -12,6 +12,7 @@ nbd::ClientOptions client_options(const EndpointOptions& options) {
   nbd::ClientOptions client;
   client.stream = options.stream;
   client.connections = options.connections;
+  client.threads = options.threads;
   client.timeout = options.timeout;
   client.notice = options.notice;
   return client;

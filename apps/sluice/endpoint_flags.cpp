@@ -22,6 +22,7 @@ enum Flag {
   flag_tls12,
   flag_no_nodelay,
   flag_connections,
+  flag_threads,
   flag_timeout,
 };
 
@@ -46,6 +47,9 @@ const char* const endpoint_flags_help =
     "  --connections N       NBD connections when the server allows multi-conn\n"
     "                        (default: 2 where it does and the server is under\n"
     "                        0.5 ms away, else 1)\n"
+    "  --threads N           event-loop threads the NBD connections run on, this\n"
+    "                        one included (default: one per connection over TLS,\n"
+    "                        up to the CPUs; else 1)\n"
     "  --timeout SECONDS     fail when a peer stops answering for this long: connecting,\n"
     "                        handshakes (NBD, TLS, HTTP), an NBD server with requests\n"
     "                        pending, a stream receiver that stops reading\n";
@@ -64,6 +68,7 @@ const std::vector<struct option>& endpoint_flags() {
       {"tls12", no_argument, nullptr, flag_tls12},
       {"no-nodelay", no_argument, nullptr, flag_no_nodelay},
       {"connections", required_argument, nullptr, flag_connections},
+      {"threads", required_argument, nullptr, flag_threads},
       {"timeout", required_argument, nullptr, flag_timeout},
   };
   return flags;
@@ -91,6 +96,12 @@ bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& option
       auto n = count_argument("connections", argument);
       if (n == 0 || n > 64) throw UsageError("--connections must be between 1 and 64");
       options.connections = static_cast<unsigned>(n);
+      return true;
+    }
+    case flag_threads: {
+      auto n = count_argument("threads", argument);
+      if (n == 0 || n > 64) throw UsageError("--threads must be between 1 and 64");
+      options.threads = static_cast<unsigned>(n);
       return true;
     }
     case flag_timeout: options.timeout = std::chrono::seconds(count_argument("timeout", argument)); return true;

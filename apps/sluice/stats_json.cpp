@@ -28,6 +28,7 @@ std::string stats_json(const TransferStats& s) {
   if (s.tls_records) json.add("tls_records", *s.tls_records);
   if (s.tcp_segments) json.add("tcp_segments", *s.tcp_segments);
   if (s.connections) json.add("connections", *s.connections);
+  if (s.loops) json.add("loops", *s.loops);
   return json.str();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/loop_threads.hpp"
+#include "engine/run_on.hpp"
 #include "run_loop.hpp"
 
 using namespace sluice;
@@ -65,4 +66,31 @@ TEST_CASE("stop lets each loop finish the work it has before the threads are joi
   loops.stop();
   for (int d : done) finished += d;
   CHECK(finished == 2);
+}
+
+TEST_CASE("run_on runs the work on the target loop, resumes at home, and stays inline for its own loop") {
+  LoopThreads loops(1);
+  loops.start();
+  std::thread::id home, after_remote, after_local;
+  Seen remote, local;
+  test::run([&]() -> awaitable<void> {
+    home = std::this_thread::get_id();
+    remote = co_await run_on(loops.at(0), where_am_i(1));
+    after_remote = std::this_thread::get_id();
+    local = co_await run_on(co_await asio::this_coro::executor, where_am_i(1));
+    after_local = std::this_thread::get_id();
+    // awaitable<void> takes the same path.
+    std::thread::id void_thread;
+    co_await run_on(loops.at(0), [](std::thread::id& out) -> awaitable<void> {
+      out = std::this_thread::get_id();
+      co_return;
+    }(void_thread));
+    CHECK(void_thread == remote.thread);
+  }());
+  loops.stop();
+  CHECK(remote.thread != home);
+  CHECK(remote.name == "sluice-loop1");
+  CHECK(after_remote == home);
+  CHECK(local.thread == home);
+  CHECK(after_local == home);
 }

@@ -42,6 +42,10 @@ struct ClientOptions {
   unsigned connections = 0;
   static constexpr unsigned automatic_connections = 2;
   static constexpr std::chrono::microseconds multi_conn_round_trip_limit{500};
+  // Event loops (threads) the connections run on, the caller's loop included; extra
+  // loops each take a share of the connections beyond the first. 0 picks for the
+  // user: see automatic_threads().
+  unsigned threads = 0;
   // A server with requests pending that sends nothing for this long fails the
   // connection; also bounds the handshake. Zero: no limit.
   std::chrono::seconds timeout{0};

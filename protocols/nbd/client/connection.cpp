@@ -108,6 +108,17 @@ awaitable<Status> Connection::write(std::uint64_t offset, Buffer data, std::uint
   co_return co_await r.done.wait();
 }
 
+awaitable<Status> Connection::write_lent(std::uint64_t offset, std::span<std::byte> data, bool header_room,
+                                         std::function<void()> sent, std::uint16_t flags) {
+  Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
+  std::array<std::byte, request_header_size> loose{};
+  std::span<std::byte, request_header_size> head(loose);
+  if (header_room) head = std::span<std::byte, request_header_size>(data.data() - request_header_size, request_header_size);
+  co_await send(r, head, FileSlice{}, data);
+  sent();
+  co_return co_await r.done.wait();
+}
+
 awaitable<Status> Connection::write(std::uint64_t offset, std::span<const std::byte> data, std::uint16_t flags) {
   Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
   std::array<std::byte, request_header_size> head{};

@@ -1,10 +1,14 @@
 #include "protocols/nbd/client/export_client.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <thread>
 
 #include "engine/net/address.hpp"
 #include "engine/net/deadline.hpp"
 #include "engine/net/socket_stream.hpp"
+#include "engine/run_on.hpp"
 #include "engine/task_group.hpp"
 #include "protocols/nbd/client/handshake.hpp"
 
@@ -40,17 +44,35 @@ awaitable<Result<std::unique_ptr<Connection>>> connect_one(const Target& target,
   co_return co_await handshake_on(std::move(stream), fd, options, target.display);
 }
 
-// Closes connections opened so far when opening fails half way.
-awaitable<void> discard(std::vector<std::unique_ptr<Connection>>& connections) {
-  for (auto& c : connections) co_await c->disconnect();
-  connections.clear();
+// One connection per loop over TLS, where sealing and opening records is the work
+// worth spreading, as many as there are CPUs; plain connections stay on the caller's
+// loop. See docs/benchmarks.md.
+unsigned automatic_threads(const ClientOptions& options) {
+  if (!options.tls) return 1;
+  return std::max(1u, std::thread::hardware_concurrency());
 }
 
 }  // namespace
 
+// Counts a request against its slot for as long as its issuer waits, including when the
+// issuer's frame is destroyed while it waits.
+class ExportClient::Issued {
+ public:
+  explicit Issued(Slot& slot) : slot_(slot) { ++slot_.in_flight; }
+  ~Issued() { --slot_.in_flight; }
+  Issued(const Issued&) = delete;
+  Issued& operator=(const Issued&) = delete;
+
+ private:
+  Slot& slot_;
+};
+
 ExportClient::~ExportClient() {
-  for ([[maybe_unused]] const auto& c : connections_)
-    assert((c->failure() || c->in_flight() == 0) && "ExportClient destroyed with requests in flight");
+  for ([[maybe_unused]] const Slot& slot : slots_)
+    assert(slot.in_flight == 0 && "ExportClient destroyed with requests in flight");
+  // The loops have nothing left to run once every connection is disconnected; their
+  // threads must be gone before the connections bound to them are destroyed.
+  if (loops_) loops_->stop();
 }
 
 awaitable<Result<std::unique_ptr<ExportClient>>> ExportClient::open(const Target& target, ClientOptions options,
@@ -66,15 +88,16 @@ awaitable<Result<std::unique_ptr<ExportClient>>> ExportClient::open(const Target
   std::unique_ptr<ExportClient> client(new ExportClient(target.display));
   auto first = co_await connect_one(target, options);
   if (!first) co_return tl::unexpected(first.error());
-  client->connections_.push_back(std::move(*first));
+  const executor home = co_await asio::this_coro::executor;
+  client->slots_.push_back(Slot{std::move(*first), home});
   if (check) {
     if (Status ok = check(client->facts()); !ok) {
-      co_await discard(client->connections_);
+      co_await client->disconnect();
       co_return fail(ok.error().code, target.display + ": " + ok.error().message);
     }
   }
   if (Status more = co_await client->add_connections(target, options); !more) {
-    co_await discard(client->connections_);
+    co_await client->disconnect();
     co_return tl::unexpected(more.error());
   }
   co_return client;
@@ -96,23 +119,33 @@ awaitable<Status> ExportClient::add_connections(const Target& target, const Clie
                      wanted);
     co_return Status{};
   }
-  while (connections_.size() < count) {
-    auto more = co_await connect_one(target, options);
+  const unsigned loops = std::min(count, options.threads != 0 ? options.threads : automatic_threads(options));
+  if (loops > 1) {
+    loops_ = std::make_unique<LoopThreads>(loops - 1);
+    loops_->start();
+  }
+  const executor home = co_await asio::this_coro::executor;
+  while (slots_.size() < count) {
+    // A connection is made on the loop it will live on: its socket belongs to that
+    // loop's io_uring.
+    const executor loop = loop_for(slots_.size(), home);
+    auto more = co_await run_on(loop, connect_one(target, options));
     if (!more) {
       // The copy is still correct on fewer connections; say so and go on.
       if (options.notice && explicit_count)
-        options.notice(display_ + ": opened " + std::to_string(connections_.size()) + " of " + wanted +
+        options.notice(display_ + ": opened " + std::to_string(slots_.size()) + " of " + wanted +
                        " connections: " + more.error().message);
       co_return Status{};
     }
     const NegotiatedExport& extra = (*more)->facts();
     if (extra.size != facts().size || extra.flags != facts().flags) {
-      co_await (*more)->disconnect();
-      co_return fail(std::errc::protocol_error,
-                     display_ + ": the server described the export differently on a second connection (size " +
-                         std::to_string(extra.size) + " vs " + std::to_string(facts().size) + ")");
+      const std::string message =
+          display_ + ": the server described the export differently on a second connection (size " +
+          std::to_string(extra.size) + " vs " + std::to_string(facts().size) + ")";
+      co_await run_on(loop, (*more)->disconnect());
+      co_return fail(std::errc::protocol_error, message);
     }
-    connections_.push_back(std::move(*more));
+    slots_.push_back(Slot{std::move(*more), loop, loop != home});
   }
   co_return Status{};
 }
@@ -125,10 +158,11 @@ awaitable<Result<std::unique_ptr<ExportClient>>> ExportClient::open_on(std::uniq
   std::unique_ptr<ExportClient> client(new ExportClient(std::move(display)));
   auto connection = co_await handshake_on(std::move(stream), fd, options, client->display_);
   if (!connection) co_return tl::unexpected(connection.error());
-  client->connections_.push_back(std::move(*connection));
+  const executor home = co_await asio::this_coro::executor;
+  client->slots_.push_back(Slot{std::move(*connection), home});
   if (check) {
     if (Status ok = check(client->facts()); !ok) {
-      co_await discard(client->connections_);
+      co_await client->disconnect();
       co_return fail(ok.error().code, client->display_ + ": " + ok.error().message);
     }
   }
@@ -137,45 +171,128 @@ awaitable<Result<std::unique_ptr<ExportClient>>> ExportClient::open_on(std::uniq
   co_return client;
 }
 
-Connection& ExportClient::pick() {
+executor ExportClient::loop_for(std::size_t connection_index, executor home) const {
+  if (!loops_) return home;
+  const std::size_t loop = connection_index % loop_count();
+  return loop == 0 ? home : loops_->at(loop - 1);
+}
+
+ExportClient::Slot& ExportClient::pick() {
   // Least busy first; ties rotate so idle connections all get work.
-  Connection* best = nullptr;
-  const std::size_t n = connections_.size();
+  Slot* best = nullptr;
+  const std::size_t n = slots_.size();
   for (std::size_t i = 0; i < n; ++i) {
-    Connection* c = connections_[(next_ + i) % n].get();
-    if (best == nullptr || c->in_flight() < best->in_flight()) best = c;
+    Slot* slot = &slots_[(next_ + i) % n];
+    if (best == nullptr || slot->in_flight < best->in_flight) best = slot;
   }
   next_ = (next_ + 1) % n;
   return *best;
 }
 
+bool ExportClient::splices() const {
+  for (const Slot& slot : slots_)
+    if (!slot.connection->splices()) return false;
+  return true;
+}
+
+awaitable<Status> ExportClient::read(std::uint64_t offset, std::span<std::byte> into) {
+  Slot& slot = pick();
+  Issued issued(slot);
+  co_return co_await run_on(slot.loop, slot.connection->read(offset, into));
+}
+
+awaitable<Status> ExportClient::write(std::uint64_t offset, Buffer data) {
+  Slot& slot = pick();
+  Issued issued(slot);
+  if (!slot.remote) co_return co_await slot.connection->write(offset, std::move(data));
+  co_return co_await write_lent(slot, offset, std::move(data));
+}
+
+// The buffer belongs to a pool on this loop and must go back to it here (its count is
+// a plain integer). The connection's loop says when the bytes are in the kernel and
+// posts the release home, so the pool refills the block while the server works.
+awaitable<Status> ExportClient::write_lent(Slot& slot, std::uint64_t offset, Buffer data) {
+  struct Loan {
+    Buffer buffer;
+    std::atomic<bool> posted{false};  // set on the connection's loop
+    bool returned = false;            // set here
+  };
+  const executor home = co_await asio::this_coro::executor;
+  Loan loan{std::move(data)};
+  const bool header_room = loan.buffer.headroom() >= request_header_size;
+  auto sent = [&loan, home] {
+    loan.posted.store(true, std::memory_order_release);
+    asio::post(home, [&loan] {
+      loan.buffer = Buffer{};
+      loan.returned = true;
+    });
+  };
+  Status status = co_await asio::co_spawn(
+      slot.loop, slot.connection->write_lent(offset, loan.buffer.data(), header_room, std::move(sent)),
+      asio::use_awaitable);
+  // The release may still be queued behind this completion; it refers to `loan`.
+  while (loan.posted.load(std::memory_order_acquire) && !loan.returned) co_await asio::post(home, asio::use_awaitable);
+  co_return status;
+}
+
+awaitable<Status> ExportClient::write(std::uint64_t offset, std::span<const std::byte> data) {
+  Slot& slot = pick();
+  Issued issued(slot);
+  co_return co_await run_on(slot.loop, slot.connection->write(offset, data));
+}
+
+awaitable<Status> ExportClient::write_file(std::uint64_t offset, FileSlice slice) {
+  Slot& slot = pick();
+  Issued issued(slot);
+  co_return co_await run_on(slot.loop, slot.connection->write_file(offset, slice, 0));
+}
+
+awaitable<Status> ExportClient::write_zeroes(std::uint64_t offset, std::uint32_t length, std::uint16_t flags) {
+  Slot& slot = pick();
+  Issued issued(slot);
+  co_return co_await run_on(slot.loop, slot.connection->write_zeroes(offset, length, flags));
+}
+
+awaitable<Result<std::vector<Extent>>> ExportClient::block_status(std::uint64_t offset, std::uint32_t length) {
+  Slot& slot = pick();
+  Issued issued(slot);
+  co_return co_await run_on(slot.loop, slot.connection->block_status(offset, length));
+}
+
 awaitable<Status> ExportClient::flush() {
   if (!facts().can_flush()) co_return Status{};
-  if (connections_.size() == 1) co_return co_await connections_.front()->flush();
+  if (slots_.size() == 1) co_return co_await slots_.front().connection->flush();
   TaskGroup flushes(co_await asio::this_coro::executor);
-  for (auto& c : connections_) flushes.spawn(c->flush());
+  for (Slot& slot : slots_) flushes.spawn(run_on(slot.loop, slot.connection->flush()));
   co_return co_await flushes.join();
 }
 
 awaitable<void> ExportClient::disconnect() {
-  for (auto& c : connections_) co_await c->disconnect();
+  for (Slot& slot : slots_) co_await run_on(slot.loop, slot.connection->disconnect());
 }
 
 void ExportClient::abort() {
-  for (auto& c : connections_) c->abort();
+  for (Slot& slot : slots_) {
+    if (slot.remote)
+      asio::post(slot.loop, [connection = slot.connection.get()] { connection->abort(); });
+    else
+      slot.connection->abort();
+  }
 }
 
 void ExportClient::add_stats(TransferStats& stats) const {
   std::uint64_t writes = 0, records = 0, segments = 0;
   bool tls = false;
-  for (const auto& c : connections_) {
-    StreamStats s = c->stats();
+  for (const Slot& slot : slots_) {
+    StreamStats s = slot.connection->stats();
     writes += s.socket_writes;
     records += s.tls_records;
     segments += s.tcp_segments;
-    tls = tls || c->facts().tls;
+    tls = tls || slot.connection->facts().tls;
   }
-  stats.connections = connections_.size();
+  stats.connections = slots_.size();
+  // Connections take the loops in turn, the caller's first.
+  stats.loops = std::min(loop_count(), slots_.size());
   stats.socket_writes = writes;
   if (tls) stats.tls_records = records;
   if (segments > 0) stats.tcp_segments = segments;

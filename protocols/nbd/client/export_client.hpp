@@ -7,7 +7,13 @@
 // need not be visible to a FLUSH on another. Otherwise it says once, through the
 // notice callback, that it uses one connection.
 //
-// Requests go to the connection with the fewest in flight.
+// Requests go to the connection with the fewest in flight. Connections beyond the
+// first may each run on an event loop of their own (`ClientOptions::threads`), so
+// that what each costs in CPU (TLS above all: sealing and opening every record) is
+// spread over cores; the caller's loop keeps the first connection and everything
+// else, and requests hop to a connection's loop and back (run_on). A WRITE's buffer
+// never leaves the caller's loop: it is lent, and handed back by a post the moment
+// its bytes are in the kernel, as a local connection releases it.
 #pragma once
 
 #include <functional>
@@ -17,7 +23,11 @@
 #include <vector>
 
 #include "engine/asio.hpp"
+#include "engine/buffer.hpp"
 #include "engine/error.hpp"
+#include "engine/extent.hpp"
+#include "engine/file_slice.hpp"
+#include "engine/loop_threads.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/stats.hpp"
 #include "protocols/nbd/client/client_options.hpp"
@@ -43,14 +53,26 @@ class ExportClient {
 
   ExportClient(const ExportClient&) = delete;
   ExportClient& operator=(const ExportClient&) = delete;
+  // disconnect() must have been awaited first.
   ~ExportClient();
 
-  const NegotiatedExport& facts() const { return connections_.front()->facts(); }
+  const NegotiatedExport& facts() const { return slots_.front().connection->facts(); }
   const std::string& display() const { return display_; }
-  std::span<const std::unique_ptr<Connection>> connections() const { return connections_; }
+  std::size_t connection_count() const { return slots_.size(); }
+  // Event loops the connections run on, the caller's included.
+  std::size_t loop_count() const { return 1 + (loops_ ? loops_->size() : 0); }
+  // Whether every connection is a plain socket that can splice payload from files.
+  bool splices() const;
 
-  // The connection with the fewest requests in flight.
-  Connection& pick();
+  // Each request goes to the connection with the fewest in flight, on whatever loop
+  // that connection runs, and completes back on the caller's loop; the arguments
+  // mean what they mean on Connection.
+  awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into);
+  awaitable<Status> write(std::uint64_t offset, Buffer data);
+  awaitable<Status> write(std::uint64_t offset, std::span<const std::byte> data);
+  awaitable<Status> write_file(std::uint64_t offset, FileSlice slice);
+  awaitable<Status> write_zeroes(std::uint64_t offset, std::uint32_t length, std::uint16_t flags);
+  awaitable<Result<std::vector<Extent>>> block_status(std::uint64_t offset, std::uint32_t length);
 
   // FLUSH on every connection at once (the caller has seen every write complete);
   // nothing when the server has no write cache to flush (no SEND_FLUSH).
@@ -60,14 +82,32 @@ class ExportClient {
   void abort();
 
   // Connections, socket writes, TLS records and TCP segments, summed over connections.
+  // Only once the transfer is over: connections on other loops update them as they go.
   void add_stats(TransferStats& stats) const;
 
  private:
+  // One connection and the loop it lives on. `in_flight` counts the requests issued
+  // through the client, on the caller's loop, so picking never reads another loop's
+  // state.
+  struct Slot {
+    std::unique_ptr<Connection> connection;
+    executor loop;
+    bool remote = false;
+    std::size_t in_flight = 0;
+  };
+  class Issued;
+
   explicit ExportClient(std::string display) : display_(std::move(display)) {}
   awaitable<Status> add_connections(const Target& target, const ClientOptions& options);
+  // The loop the next connection should live on.
+  executor loop_for(std::size_t connection_index, executor home) const;
+  Slot& pick();
+  awaitable<Status> write_lent(Slot& slot, std::uint64_t offset, Buffer data);
 
   std::string display_;
-  std::vector<std::unique_ptr<Connection>> connections_;
+  // Declared before the slots: connections are destroyed while their loops still exist.
+  std::unique_ptr<LoopThreads> loops_;
+  std::vector<Slot> slots_;
   std::size_t next_ = 0;
 };
 

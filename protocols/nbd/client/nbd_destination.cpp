@@ -52,17 +52,15 @@ DestinationTraits NbdDestination::traits() const {
 }
 
 awaitable<Status> NbdDestination::write(std::uint64_t offset, Buffer data) {
-  co_return co_await client_->pick().write(offset, std::move(data));
+  co_return co_await client_->write(offset, std::move(data));
 }
 
 bool NbdDestination::takes_file_slices() const {
-  for (const auto& connection : client_->connections())
-    if (!connection->splices()) return false;
-  return true;
+  return client_->splices();
 }
 
 awaitable<Status> NbdDestination::write_file(std::uint64_t offset, FileSlice slice) {
-  co_return co_await client_->pick().write_file(offset, slice, 0);
+  co_return co_await client_->write_file(offset, slice);
 }
 
 awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
@@ -72,7 +70,7 @@ awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t lengt
   const std::uint64_t piece_limit = max_zero_length - max_zero_length % minimum;
   while (length > 0) {
     const auto piece = static_cast<std::uint32_t>(std::min(length, piece_limit));
-    if (Status s = co_await client_->pick().write_zeroes(offset, piece, flags); !s) co_return s;
+    if (Status s = co_await client_->write_zeroes(offset, piece, flags); !s) co_return s;
     offset += piece;
     length -= piece;
   }
@@ -95,12 +93,12 @@ awaitable<Status> NbdDestination::write_zeros(std::uint64_t offset, std::uint64_
   while (length > 0 && !writes.failed()) {
     const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, piece_limit));
     if (!co_await slots.acquire()) break;
-    writes.spawn([](Connection& c, std::uint64_t at, std::span<const std::byte> bytes,
+    writes.spawn([](ExportClient& client, std::uint64_t at, std::span<const std::byte> bytes,
                     Credits& credits) -> awaitable<Status> {
-      Status s = co_await c.write(at, bytes);
+      Status s = co_await client.write(at, bytes);
       credits.release();
       co_return s;
-    }(client_->pick(), offset, zeros_.data().first(piece), slots));
+    }(*client_, offset, zeros_.data().first(piece), slots));
     offset += piece;
     length -= piece;
   }

@@ -22,7 +22,7 @@ awaitable<Result<std::vector<Extent>>> NbdSource::extents(std::uint64_t offset, 
                                                   max_block_status_length});
   // Obey the minimum block size, except for a tail shorter than it.
   if (length >= minimum) length -= length % minimum;
-  auto extents = co_await client_->pick().block_status(offset, static_cast<std::uint32_t>(length));
+  auto extents = co_await client_->block_status(offset, static_cast<std::uint32_t>(length));
   if (!extents) co_return tl::unexpected(extents.error());
   // The last extent may run past the request; never past the export.
   std::vector<Extent> out;
@@ -41,11 +41,11 @@ awaitable<Status> NbdSource::read(std::uint64_t offset, std::span<std::byte> int
   // The copier never asks for more than the maximum payload; other callers might.
   const std::size_t maximum = client_->facts().block_sizes.maximum;
   while (into.size() > maximum) {
-    if (Status s = co_await client_->pick().read(offset, into.first(maximum)); !s) co_return s;
+    if (Status s = co_await client_->read(offset, into.first(maximum)); !s) co_return s;
     offset += maximum;
     into = into.subspan(maximum);
   }
-  co_return co_await client_->pick().read(offset, into);
+  co_return co_await client_->read(offset, into);
 }
 
 awaitable<Status> NbdSource::close() {

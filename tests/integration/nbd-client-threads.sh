@@ -1,0 +1,84 @@
+#!/bin/bash
+# --threads N: NBD connections spread over N event loops (this one included), with
+# every byte verified, over TLS (the default there: a loop per connection) and plain,
+# writing and reading; the extra loop really runs (its thread is there during the
+# copy); and failures on a connection that lives on another loop (a server error, a
+# killed server) end the copy with a clear error, no crash and no hang.
+. "$(dirname "$0")/nbd-functions.sh"
+requires nbdkit
+requires openssl
+requires_nbdkit_plugin memory
+requires_nbdkit_filter log
+requires_nbdkit_filter delay
+requires_nbdkit_filter error
+
+cpus=$(nproc)
+random_file "$scratch/random.img" 96M
+
+log "plain, 4 connections on 2 loops: writes on every connection, data intact"
+nbdkit_unix mem --filter=log memory 96M logfile="$scratch/mem.log"
+expect_copy --connections 4 --threads 2 --request-size 1M "$scratch/random.img" "$uri"
+assert_eq "connections" "$(stat_field connections)" 4
+assert_eq "loops" "$(stat_field loops)" 2
+writers=$(grep -o 'connection=[0-9]* Write ' "$scratch/mem.log" | sort -u | wc -l)
+assert_eq "connections that wrote" "$writers" 4
+read_export "$uri" "$scratch/readback.img"
+same_content "$scratch/random.img" "$scratch/readback.img"
+
+log "plain, reading over 3 connections on 3 loops"
+expect_copy --connections 3 --threads 3 "$uri" "$scratch/back.img"
+same_content "$scratch/random.img" "$scratch/back.img"
+assert_eq "loops" "$(stat_field loops)" 3
+
+log "plain default: one loop"
+expect_copy "$scratch/random.img" "$uri"
+assert_eq "loops" "$(stat_field loops)" 1
+
+log "TLS default: a loop per connection (up to the CPUs), both ways"
+make_pki "$scratch/pki"
+nbdkit_tcp tlsmem --tls=require --tls-certificates="$scratch/pki" memory 96M
+tls_uri="nbds://localhost:$port/?tls-certificates=$scratch/pki"
+expect_copy "$scratch/random.img" "$tls_uri"
+assert_eq "connections" "$(stat_field connections)" 2
+assert_eq "loops" "$(stat_field loops)" "$((cpus >= 2 ? 2 : 1))"
+expect_copy "$tls_uri" "$scratch/tls-back.img"
+same_content "$scratch/random.img" "$scratch/tls-back.img"
+expect_copy --threads 1 "$scratch/random.img" "$tls_uri"
+assert_eq "loops" "$(stat_field loops)" 1
+
+log "the extra loop's thread runs during the copy"
+nbdkit_unix slow --filter=delay memory 96M wdelay=20ms
+"$SLUICE" copy --connections 2 --threads 2 --depth 4 "$scratch/random.img" "$uri" 2>"$scratch/slow.err" &
+copier=$!
+seen=""
+for ((i = 0; i < 100; i++)); do
+  if grep -qx 'sluice-loop1' /proc/"$copier"/task/*/comm 2>/dev/null; then
+    seen=yes
+    break
+  fi
+  sleep 0.05
+done
+wait "$copier" || fail "the slow copy failed: $(cat "$scratch/slow.err")"
+[[ $seen == yes ]] || fail "no thread named sluice-loop1 while copying with --threads 2"
+read_export "$uri" "$scratch/slow-back.img"
+same_content "$scratch/random.img" "$scratch/slow-back.img"
+
+log "a server error on a connection on another loop"
+nbdkit_unix werr --filter=error memory 96M error=EIO error-pwrite-rate=30%
+expect_failure "answered EIO" copy --connections 2 --threads 2 "$scratch/random.img" "$uri"
+
+log "the server killed while both loops write"
+nbdkit_tcp victim --filter=log --filter=delay memory 1G wdelay=50ms logfile="$scratch/victim.log"
+victim_pid=$(cat "$pidfile_of_last")
+(
+  for ((i = 0; i < 600; i++)); do
+    grep -q " Write id=" "$scratch/victim.log" 2>/dev/null && break
+    sleep 0.05
+  done
+  sleep 0.2
+  kill -9 "$victim_pid"
+) &
+expect_failure "NBD WRITE of " copy --connections 4 --threads 2 "$scratch/random.img" "$uri"
+wait
+
+log "ok"
