@@ -19,7 +19,7 @@ struct EndpointOptions {
   TlsOptions tls;        // tls://, https://, nbds:// (URI parameters may add to it)
   StreamOptions stream;  // TCP_NODELAY and batching
   unsigned connections = 0;         // NBD multi-conn when the server allows it (0: 2 if so)
-  unsigned threads = 0;             // event loops for NBD connections (0: one each over TLS)
+  unsigned threads = 0;             // event loops for NBD connections (0: one each, up to the CPUs)
   std::chrono::seconds timeout{0};  // a peer that stops answering (0: no limit)
 
   // Notes for the user that are not errors ("the server does not allow multi-conn; one

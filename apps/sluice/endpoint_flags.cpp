@@ -48,8 +48,8 @@ const char* const endpoint_flags_help =
     "                        (default: 2 where it does and the server is under\n"
     "                        0.5 ms away, else 1)\n"
     "  --threads N           event-loop threads the NBD connections run on, this\n"
-    "                        one included (default: one per connection over TLS,\n"
-    "                        up to the CPUs; else 1)\n"
+    "                        one included (default: one per connection, up to the\n"
+    "                        number of CPUs)\n"
     "  --timeout SECONDS     fail when a peer stops answering for this long: connecting,\n"
     "                        handshakes (NBD, TLS, HTTP), an NBD server with requests\n"
     "                        pending, a stream receiver that stops reading\n";

@@ -8,8 +8,9 @@
 #   4. a sparse file (5% data in scattered 1..8 MiB extents) -> nbdkit memory
 #   5. NBD (nbdkit file) -> a local file, flushed by every tool
 #
-# plus Sluice's own arms on rows 1..3, as the field measured vhd-tool, each on one
-# connection: stock (--depth 1 --no-nodelay), NODELAY only (--depth 1), pipelined only
+# plus Sluice on one event loop (--threads 1; by default each connection has its own)
+# on rows 1..3, and Sluice's own arms on rows 1..3, as the field measured vhd-tool, each
+# on one connection: stock (--depth 1 --no-nodelay), NODELAY only (--depth 1), pipelined only
 # (--no-nodelay), both (the default depth and NODELAY).
 #
 # Every tool runs RUNS times, interleaved (tool A, B, C, A, B, C, ...) so drift hits all
@@ -188,6 +189,8 @@ row1() {  # file -> nbdkit null
   measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$src" "$uri"
   measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy "$src" "$uri"
   measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -n -W -m 16 -f raw -O raw "$src" "$uri"
+  # Each connection has a loop of its own by default; this is one loop for both.
+  measure "$label" "sluice --threads 1" "$(bytes $size)" "$SLUICE" copy --threads 1 "$src" "$uri"
   local arm
   for arm in "${arms[@]}"; do
     # shellcheck disable=SC2086
@@ -202,6 +205,8 @@ row_tls() {
   measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -n -W -m 16 \
     --object "tls-creds-x509,id=tls0,endpoint=client,dir=$pki" -f raw "$src" \
     --target-image-opts "driver=nbd,host=localhost,port=$p,tls-creds=tls0"
+  # Each connection has a loop of its own by default; this is one loop for both.
+  measure "$label" "sluice --threads 1" "$(bytes $size)" "$SLUICE" copy --threads 1 "$src" "$(tls_uri "$p")"
   local arm
   for arm in "${arms[@]}"; do
     # shellcheck disable=SC2086

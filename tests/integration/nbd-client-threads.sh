@@ -1,7 +1,7 @@
 #!/bin/bash
 # --threads N: NBD connections spread over N event loops (this one included), with
-# every byte verified, over TLS (the default there: a loop per connection) and plain,
-# writing and reading; the extra loop really runs (its thread is there during the
+# every byte verified, plain and over TLS, writing and reading, by default a loop per
+# connection; the extra loop really runs (its thread is there during the
 # copy); and failures on a connection that lives on another loop (a server error, a
 # killed server) end the copy with a clear error, no crash and no hang.
 . "$(dirname "$0")/nbd-functions.sh"
@@ -30,11 +30,16 @@ expect_copy --connections 3 --threads 3 "$uri" "$scratch/back.img"
 same_content "$scratch/random.img" "$scratch/back.img"
 assert_eq "loops" "$(stat_field loops)" 3
 
-log "plain default: one loop"
+log "the default: a loop per connection, up to the CPUs; --threads 1 keeps one"
 expect_copy "$scratch/random.img" "$uri"
+assert_eq "connections" "$(stat_field connections)" 2
+assert_eq "loops" "$(stat_field loops)" "$((cpus >= 2 ? 2 : 1))"
+expect_copy --threads 1 "$scratch/random.img" "$uri"
 assert_eq "loops" "$(stat_field loops)" 1
+read_export "$uri" "$scratch/readback-1.img"
+same_content "$scratch/random.img" "$scratch/readback-1.img"
 
-log "TLS default: a loop per connection (up to the CPUs), both ways"
+log "TLS, the default threads, both ways"
 make_pki "$scratch/pki"
 nbdkit_tcp tlsmem --tls=require --tls-certificates="$scratch/pki" memory 96M
 tls_uri="nbds://localhost:$port/?tls-certificates=$scratch/pki"

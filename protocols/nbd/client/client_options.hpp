@@ -44,7 +44,7 @@ struct ClientOptions {
   static constexpr std::chrono::microseconds multi_conn_round_trip_limit{500};
   // Event loops (threads) the connections run on, the caller's loop included; extra
   // loops each take a share of the connections beyond the first. 0 picks for the
-  // user: see automatic_threads().
+  // user: a loop per connection, up to the number of CPUs.
   unsigned threads = 0;
   // A server with requests pending that sends nothing for this long fails the
   // connection; also bounds the handshake. Zero: no limit.
