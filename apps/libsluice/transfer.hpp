@@ -6,7 +6,10 @@
 //
 //   auto stats = sluice::transfer_blocking("disk.img", "copy.img");   // blocking form
 //
-// A Transfer owns no global state: a program may run any number at once.
+// A Transfer owns no global state: a program may run any number at once. An NBD
+// endpoint may run its further connections on threads of its own
+// (EndpointOptions::threads), which post their completions to the caller's io_context:
+// that context must not be created with one of Asio's UNSAFE concurrency hints.
 #pragma once
 
 #include <string>
