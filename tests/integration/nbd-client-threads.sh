@@ -74,15 +74,7 @@ expect_failure "answered EIO" copy --connections 2 --threads 2 "$scratch/random.
 
 log "the server killed while both loops write"
 nbdkit_tcp victim --filter=log --filter=delay memory 1G wdelay=50ms logfile="$scratch/victim.log"
-victim_pid=$(cat "$pidfile_of_last")
-(
-  for ((i = 0; i < 600; i++)); do
-    grep -q " Write id=" "$scratch/victim.log" 2>/dev/null && break
-    sleep 0.05
-  done
-  sleep 0.2
-  kill -9 "$victim_pid"
-) &
+kill_when_busy "$scratch/victim.log" Write "$(cat "$pidfile_of_last")" &
 expect_failure "NBD WRITE of " copy --connections 4 --threads 2 "$scratch/random.img" "$uri"
 wait
 

@@ -39,18 +39,6 @@ nbdkit_unix rerrsimple --no-sr --filter=error random 64M error=EIO error-pread-r
 expect_failure "NBD READ of 4096 bytes at offset " copy --request-size 4k "$uri" null:
 [[ $err == *"answered EIO"* ]] || fail "unclear message: $err"
 
-# kill_when_busy LOG WHAT PID: kills PID (-9) once its log shows requests of kind
-# WHAT in progress, so the copy is surely in the middle (the delay keeps it there).
-kill_when_busy() {
-  local i
-  for ((i = 0; i < 600; i++)); do
-    grep -q " $2 id=" "$1" 2>/dev/null && break
-    sleep 0.05
-  done
-  sleep 0.2
-  kill -9 "$3"
-}
-
 log "the server killed while we write"
 random_file "$scratch/big.img" 512M
 nbdkit_tcp victim --filter=log --filter=delay memory 1G wdelay=100ms logfile="$scratch/victim.log"

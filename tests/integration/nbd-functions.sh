@@ -102,6 +102,19 @@ stat_field() {
 
 # --- servers ---------------------------------------------------------------------
 
+# kill_when_busy LOG WHAT PID: kills PID (-9) once its nbdkit log filter's LOG shows
+# requests of kind WHAT in progress, so the copy is surely in the middle (a delay
+# filter keeps it there). Run it in the background beside the copy.
+kill_when_busy() {
+  local i
+  for ((i = 0; i < 600; i++)); do
+    grep -q " $2 id=" "$1" 2>/dev/null && break
+    sleep 0.05
+  done
+  sleep 0.2
+  kill -9 "$3"
+}
+
 # free_port: a TCP port nobody listens on right now.
 free_port() {
   "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'

@@ -94,18 +94,12 @@ awaitable<Status> Connection::read(std::uint64_t offset, std::span<std::byte> in
 }
 
 awaitable<Status> Connection::write(std::uint64_t offset, Buffer data, std::uint16_t flags) {
-  Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
-  std::array<std::byte, request_header_size> loose{};
-  std::span<std::byte, request_header_size> head(loose);
   // The header goes right in front of the payload when there is room, so both leave as
-  // one span (one iovec, one TLS record); otherwise the stream joins them.
-  if (data.headroom() >= request_header_size)
-    head = std::span<std::byte, request_header_size>(data.prefix(request_header_size).data(), request_header_size);
-  co_await send(r, head, FileSlice{}, data.data());
-  // The bytes are in the kernel now: the buffer can go back to its pool while the
-  // server writes. Its header space is not needed either (replies carry only a cookie).
-  data = Buffer{};
-  co_return co_await r.done.wait();
+  // one span (one iovec, one TLS record); otherwise the stream joins them. Once the
+  // bytes are in the kernel the buffer goes back to its pool while the server writes
+  // (replies carry only a cookie, so its header space is not needed either).
+  const bool header_room = data.headroom() >= request_header_size;
+  co_return co_await write_lent(offset, data.data(), header_room, [&data] { data = Buffer{}; }, flags);
 }
 
 awaitable<Status> Connection::write_lent(std::uint64_t offset, std::span<std::byte> data, bool header_room,

@@ -193,10 +193,33 @@ bool ExportClient::splices() const {
   return true;
 }
 
-awaitable<Status> ExportClient::read(std::uint64_t offset, std::span<std::byte> into) {
+// Every request but a WRITE from a pool buffer: on the least busy connection, run on
+// that connection's loop, the caller resumed on its own.
+template <class T, class Request>
+awaitable<T> ExportClient::issue(Request request) {
   Slot& slot = pick();
   Issued issued(slot);
-  co_return co_await run_on(slot.loop, slot.connection->read(offset, into));
+  co_return co_await run_on(slot.loop, request(*slot.connection));
+}
+
+awaitable<Status> ExportClient::read(std::uint64_t offset, std::span<std::byte> into) {
+  return issue<Status>([=](Connection& c) { return c.read(offset, into); });
+}
+
+awaitable<Status> ExportClient::write(std::uint64_t offset, std::span<const std::byte> data) {
+  return issue<Status>([=](Connection& c) { return c.write(offset, data); });
+}
+
+awaitable<Status> ExportClient::write_file(std::uint64_t offset, FileSlice slice) {
+  return issue<Status>([=](Connection& c) { return c.write_file(offset, slice, 0); });
+}
+
+awaitable<Status> ExportClient::write_zeroes(std::uint64_t offset, std::uint32_t length, std::uint16_t flags) {
+  return issue<Status>([=](Connection& c) { return c.write_zeroes(offset, length, flags); });
+}
+
+awaitable<Result<std::vector<Extent>>> ExportClient::block_status(std::uint64_t offset, std::uint32_t length) {
+  return issue<Result<std::vector<Extent>>>([=](Connection& c) { return c.block_status(offset, length); });
 }
 
 awaitable<Status> ExportClient::write(std::uint64_t offset, Buffer data) {
@@ -231,30 +254,6 @@ awaitable<Status> ExportClient::write_lent(Slot& slot, std::uint64_t offset, Buf
   // The release may still be queued behind this completion; it refers to `loan`.
   while (loan.posted.load(std::memory_order_acquire) && !loan.returned) co_await asio::post(home, asio::use_awaitable);
   co_return status;
-}
-
-awaitable<Status> ExportClient::write(std::uint64_t offset, std::span<const std::byte> data) {
-  Slot& slot = pick();
-  Issued issued(slot);
-  co_return co_await run_on(slot.loop, slot.connection->write(offset, data));
-}
-
-awaitable<Status> ExportClient::write_file(std::uint64_t offset, FileSlice slice) {
-  Slot& slot = pick();
-  Issued issued(slot);
-  co_return co_await run_on(slot.loop, slot.connection->write_file(offset, slice, 0));
-}
-
-awaitable<Status> ExportClient::write_zeroes(std::uint64_t offset, std::uint32_t length, std::uint16_t flags) {
-  Slot& slot = pick();
-  Issued issued(slot);
-  co_return co_await run_on(slot.loop, slot.connection->write_zeroes(offset, length, flags));
-}
-
-awaitable<Result<std::vector<Extent>>> ExportClient::block_status(std::uint64_t offset, std::uint32_t length) {
-  Slot& slot = pick();
-  Issued issued(slot);
-  co_return co_await run_on(slot.loop, slot.connection->block_status(offset, length));
 }
 
 awaitable<Status> ExportClient::flush() {

@@ -102,6 +102,9 @@ class ExportClient {
   // The loop the next connection should live on.
   executor loop_for(std::size_t connection_index, executor home) const;
   Slot& pick();
+  // `request(connection)` makes the request's coroutine for the picked connection.
+  template <class T, class Request>
+  awaitable<T> issue(Request request);
   awaitable<Status> write_lent(Slot& slot, std::uint64_t offset, Buffer data);
 
   std::string display_;
