@@ -35,4 +35,13 @@ class Credits {
   std::size_t high_water_ = 0;
 };
 
+// Gives a credit back when it goes out of scope (every return path of a coroutine).
+struct CreditHeld {
+  explicit CreditHeld(Credits& held) : credits(held) {}
+  CreditHeld(const CreditHeld&) = delete;
+  CreditHeld& operator=(const CreditHeld&) = delete;
+  ~CreditHeld() { credits.release(); }
+  Credits& credits;
+};
+
 }  // namespace sluice

@@ -16,6 +16,8 @@ namespace sluice {
 namespace {
 // Pipes for file -> file splices: as many as the default depth keeps writes in flight.
 constexpr std::size_t pipes_per_destination = 8;
+// A block device's buffered writes in flight at once: more than any copy's depth.
+constexpr std::size_t block_device_writers = 256;
 }  // namespace
 
 namespace {
@@ -68,7 +70,8 @@ FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, Uni
       known_zero_(known_zero),
       ring_(FileRing::of(ex)),
       writeback_window_(writeback_window),
-      pipes_(ex, pipes_per_destination) {}
+      pipes_(ex, pipes_per_destination),
+      page_cache_writer_(ex, block_device ? block_device_writers : 1) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
@@ -82,6 +85,8 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
   bool aligned = offset % direct_alignment == 0 && bytes.size() % direct_alignment == 0 &&
                  reinterpret_cast<std::uintptr_t>(bytes.data()) % direct_alignment == 0;
   if (direct_fd_ && aligned) co_return co_await ring_write_all(ring_, direct_fd_.get(), offset, bytes, false);
+  if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
+  CreditHeld held{page_cache_writer_};
   co_return co_await ring_write_all(ring_, fd_.get(), offset, bytes, true);
 }
 
@@ -93,7 +98,11 @@ awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
 }
 
 awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) {
-  if (Status s = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length); !s) co_return s;
+  {
+    if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
+    CreditHeld held{page_cache_writer_};
+    if (Status s = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length); !s) co_return s;
+  }
   if (writeback_window_ > 0) co_return co_await write_behind(offset, length);
   co_return Status{};
 }
@@ -113,6 +122,8 @@ awaitable<Status> FileDestination::splice_from_file(Pipe& pipe, FileSlice slice,
     const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(slice.length - done, pipe.capacity()));
     if (Status s = co_await splice_file_to_pipe(ring_, slice.fd, slice.offset + done, pipe.write_end(), chunk); !s)
       co_return s;
+    if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
+    CreditHeld held{page_cache_writer_};
     if (Status s = co_await splice_pipe_to_file(ring_, pipe.read_end(), fd_.get(), offset + done, chunk); !s)
       co_return s;
     done += chunk;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/asio.hpp"
+#include "engine/credits.hpp"
 #include "engine/destination.hpp"
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
@@ -59,6 +60,11 @@ class FileDestination final : public Destination {
   FileRing& ring_;
   std::uint64_t writeback_window_;
   PipePool pipes_;  // for write_file(), one per write in flight
+  // Writes through a regular file's page cache, one at a time: the kernel serialises
+  // them on the inode lock anyway, and with several in flight io-wq ran one worker per
+  // write, all but one spinning on that lock (up to a third of the copy's CPU in
+  // rwsem_spin_on_owner). A block device's buffered writes take no such lock.
+  Credits page_cache_writer_;
   struct Range {
     std::uint64_t offset;
     std::uint64_t length;

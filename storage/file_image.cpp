@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <optional>
 
 #include "engine/buffer.hpp"
 #include "storage/file_extents.hpp"
@@ -25,11 +26,6 @@ bool unsupported(std::error_code ec) {
 }
 
 // Hands a credit back when the operation that took it ends, however it ends.
-struct SlotRelease {
-  Credits& slots;
-  ~SlotRelease() { slots.release(); }
-};
-
 // Whether punching holes works here, without touching a byte of the image: a punch
 // beyond the end of file changes nothing on filesystems that support it and fails on
 // those that do not.
@@ -71,7 +67,8 @@ FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct
       size_(size),
       block_device_(block_device),
       ring_(FileRing::of(ex)),
-      slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)) {
+      slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)),
+      page_cache_writer_(ex, block_device ? std::max<std::size_t>(options.max_in_flight, 1) : 1) {
   traits_.read_only = options.read_only;
   traits_.can_extents = !block_device_;
   traits_.can_trim = !options.read_only && !block_device_ && punch_works(fd_.get(), size_);
@@ -93,14 +90,14 @@ int FileImage::descriptor_for(std::uint64_t offset, std::size_t size, const void
 
 awaitable<Status> FileImage::read(std::uint64_t offset, std::span<std::byte> into) {
   if (Status got = co_await slots_.acquire(); !got) co_return got;
-  SlotRelease release{slots_};
+  CreditHeld held{slots_};
   int fd = descriptor_for(offset, into.size(), into.data());
   co_return co_await ring_read_exactly(ring_, fd, offset, into, fd == fd_.get());
 }
 
 awaitable<Status> FileImage::read_into_pipe(std::uint64_t offset, std::size_t length, int pipe) {
   if (Status got = co_await slots_.acquire(); !got) co_return got;
-  SlotRelease release{slots_};
+  CreditHeld held{slots_};
   // Always the buffered descriptor: splicing goes through the page cache.
   co_return co_await splice_file_to_pipe(ring_, fd_.get(), offset, pipe, length);
 }
@@ -109,8 +106,13 @@ awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::by
   if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
   {
     if (Status got = co_await slots_.acquire(); !got) co_return got;
-    SlotRelease release{slots_};
+    CreditHeld held{slots_};
     int fd = descriptor_for(offset, data.size(), data.data());
+    std::optional<CreditHeld> turn;
+    if (fd == fd_.get()) {
+      if (Status got = co_await page_cache_writer_.acquire(); !got) co_return got;
+      turn.emplace(page_cache_writer_);
+    }
     if (Status written = co_await ring_write_all(ring_, fd, offset, data, fd == fd_.get()); !written)
       co_return written;
   }
@@ -123,7 +125,9 @@ awaitable<Status> FileImage::write_from_pipe(std::uint64_t offset, std::size_t l
     co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
   {
     if (Status got = co_await slots_.acquire(); !got) co_return got;
-    SlotRelease release{slots_};
+    CreditHeld held{slots_};
+    if (Status got = co_await page_cache_writer_.acquire(); !got) co_return got;
+    CreditHeld turn{page_cache_writer_};
     if (Status written = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length); !written)
       co_return written;
   }
