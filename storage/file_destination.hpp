@@ -46,6 +46,8 @@ class FileDestination final : public Destination {
                   std::uint64_t writeback_window, bool known_zero);
   awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset);
+  // pipe -> file through the page cache, in its turn (page_cache_writer_).
+  awaitable<Status> splice_into_file(int pipe, std::uint64_t offset, std::size_t length);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);

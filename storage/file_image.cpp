@@ -25,7 +25,6 @@ bool unsupported(std::error_code ec) {
          ec == std::errc::invalid_argument;
 }
 
-// Hands a credit back when the operation that took it ends, however it ends.
 // Whether punching holes works here, without touching a byte of the image: a punch
 // beyond the end of file changes nothing on filesystems that support it and fails on
 // those that do not.

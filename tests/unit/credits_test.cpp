@@ -46,38 +46,47 @@ awaitable<Status> wait_for_credit(Credits& credits, bool& cancelled) {
   co_return Status{};
 }
 
+// `holders` coroutines share `count` credits, each holding one across a wait.
+struct Turns {
+  std::size_t most = 0;          // holders at once, at the most
+  std::vector<int> order;        // who held a credit, in order
+  std::size_t in_use_after = 0;  // credits still taken once all have finished
+  std::size_t high_water = 0;
+  bool all_succeeded = false;
+};
+
+Turns take_turns(std::size_t count, int holders) {
+  Turns turns;
+  std::size_t holding = 0;
+  test::run([&]() -> awaitable<void> {
+    auto ex = co_await asio::this_coro::executor;
+    Credits credits(ex, count);
+    TaskGroup group(ex, [] {});
+    for (int id = 0; id < holders; ++id) group.spawn(hold(credits, holding, turns.most, turns.order, id));
+    turns.all_succeeded = (co_await group.join()).has_value();
+    turns.in_use_after = credits.in_use();
+    turns.high_water = credits.high_water();
+  }());
+  return turns;
+}
+
 }  // namespace
 
 TEST_CASE("one credit: holders take turns, in the order they asked") {
-  std::size_t holders = 0, most = 0;
-  std::vector<int> order;
-  test::run([&]() -> awaitable<void> {
-    auto ex = co_await asio::this_coro::executor;
-    Credits credits(ex, 1);
-    TaskGroup group(ex, [] {});
-    for (int id = 0; id < 6; ++id) group.spawn(hold(credits, holders, most, order, id));
-    Status all = co_await group.join();
-    CHECK(all.has_value());
-    CHECK(credits.in_use() == 0);
-    CHECK(credits.high_water() == 1);
-  }());
-  CHECK(most == 1);
-  CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5});
+  Turns turns = take_turns(1, 6);
+  CHECK(turns.all_succeeded);
+  CHECK(turns.in_use_after == 0);
+  CHECK(turns.high_water == 1);
+  CHECK(turns.most == 1);
+  CHECK(turns.order == std::vector<int>{0, 1, 2, 3, 4, 5});
 }
 
 TEST_CASE("several credits: never more holders than credits, and all of them used") {
-  std::size_t holders = 0, most = 0;
-  std::vector<int> order;
-  test::run([&]() -> awaitable<void> {
-    auto ex = co_await asio::this_coro::executor;
-    Credits credits(ex, 3);
-    TaskGroup group(ex, [] {});
-    for (int id = 0; id < 10; ++id) group.spawn(hold(credits, holders, most, order, id));
-    CHECK((co_await group.join()).has_value());
-    CHECK(credits.in_use() == 0);
-  }());
-  CHECK(most == 3);
-  CHECK(order.size() == 10);
+  Turns turns = take_turns(3, 10);
+  CHECK(turns.all_succeeded);
+  CHECK(turns.in_use_after == 0);
+  CHECK(turns.most == 3);
+  CHECK(turns.order.size() == 10);
 }
 
 TEST_CASE("a holder that fails still gives its credit back") {
