@@ -1,7 +1,9 @@
-// null: - accepts everything and keeps nothing. Measures the source side alone.
+// null: - accepts everything and keeps nothing. Measures the source side alone, or,
+// behind `sluice serve --output null:`, the link alone (as iperf3's receiver does).
 #pragma once
 
 #include "engine/destination.hpp"
+#include "engine/unique_fd.hpp"
 
 namespace sluice {
 
@@ -14,9 +16,19 @@ class NullDestination final : public Destination {
   }
   std::string describe() const override { return "null:"; }
   awaitable<Status> write(std::uint64_t, Buffer) override { co_return Status{}; }
+
+  // A receiver's spliced payload is dropped where it is, in the kernel: splicing a
+  // pipe into /dev/null releases the page references without reading a byte, so a
+  // link test measures the link and not this process's memory copies.
+  bool takes_pipes() const override { return true; }
+  awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
+
   awaitable<Status> zero(std::uint64_t, std::uint64_t, ZeroMode) override { co_return Status{}; }
   awaitable<Status> flush() override { co_return Status{}; }
   awaitable<Status> finish() override { co_return Status{}; }
+
+ private:
+  UniqueFd dev_null_;  // opened on the first spliced payload
 };
 
 }  // namespace sluice

@@ -30,7 +30,8 @@ void serve_usage() {
       "Receives images. URI: tcp://HOST:PORT, tls://HOST:PORT or unix:///PATH.\n"
       "\n"
       "Chunked and raw (xen-api's vhd-tool protocols):\n"
-      "  --output PATH         where the image is written (file or block device)\n"
+      "  --output PATH         where the image is written (file or block device);\n"
+      "                        null: keeps nothing (a link test; needs --size)\n"
       "  --size BYTES          the image's size (default: the output's size)\n"
       "  --http                answer the xen-api import PUT before the body\n"
       "  --once                serve one connection, exit with its result\n"
@@ -182,6 +183,7 @@ ServeOptions parse(int argc, char** argv) {
   } else {
     if (o.output.empty()) throw UsageError("--protocol " + o.protocol + " needs --output PATH");
     if (!o.exports.empty()) throw UsageError("--export is for --protocol nbd");
+    if (o.output == "null:" && o.direct) throw UsageError("--direct is for a file or block device, not null:");
     // One image written by one connection at a time: more loops would only wait.
     if (o.threads > 1) throw UsageError("--threads is for --protocol nbd");
     o.threads = 1;

@@ -1,7 +1,8 @@
 // `sluice serve --protocol chunked|raw [--http]`: each connection's stream is written
 // into --output, as vhd-tool's `serve` does for xapi: the output is opened for every
 // connection without being truncated (it is usually the attached disk), and success
-// is reported only once the data was flushed.
+// is reported only once the data was flushed. `--output null:` keeps nothing: a link
+// test, with every header still checked against --size.
 #include <fcntl.h>
 #include <cerrno>
 #include <unistd.h>
@@ -17,10 +18,13 @@
 #include "protocols/raw/raw_receiver.hpp"
 #include "storage/file_destination.hpp"
 #include "storage/image_file.hpp"
+#include "storage/null_destination.hpp"
 
 namespace sluice::cli {
 
 namespace {
+
+constexpr const char* null_output = "null:";
 
 // The image's size: --size, or what the output already holds.
 Result<std::uint64_t> image_size(const ServeOptions& options) {
@@ -28,6 +32,8 @@ Result<std::uint64_t> image_size(const ServeOptions& options) {
     if (*options.size == 0) return fail(std::errc::invalid_argument, "--size must not be 0");
     return *options.size;
   }
+  if (options.output == null_output)
+    return fail(std::errc::invalid_argument, "--output null: keeps nothing and so has no size: give --size BYTES");
   UniqueFd fd(::open(options.output.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     int err = errno;
@@ -39,6 +45,16 @@ Result<std::uint64_t> image_size(const ServeOptions& options) {
   if (info->size == 0)
     return fail(std::errc::invalid_argument, options.output + " is empty: give --size BYTES");
   return info->size;
+}
+
+Result<std::unique_ptr<Destination>> open_output(executor ex, const ServeOptions& options, std::uint64_t size) {
+  if (options.output == null_output) return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
+  FileOptions file;
+  file.direct = options.direct;
+  file.keep_contents = true;
+  auto output = FileDestination::open(ex, options.output, size, file);
+  if (!output) return tl::unexpected(output.error());
+  return std::unique_ptr<Destination>(std::move(*output));
 }
 
 awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptions> options,
@@ -60,10 +76,7 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     stream->abort();
     co_return failed(size.error());
   }
-  FileOptions file;
-  file.direct = options->direct;
-  file.keep_contents = true;
-  auto output = FileDestination::open(ex, options->output, *size, file);
+  auto output = open_output(ex, *options, *size);
   if (!output) {
     stream->abort();
     co_return failed(output.error());
@@ -90,9 +103,10 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     co_return failed(result.error());
   }
   co_await stream->close();
-  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes into %s (flushed)\n", peer.c_str(),
+  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes into %s (%s)\n", peer.c_str(),
                static_cast<unsigned long long>(result->bytes_written),
-               static_cast<unsigned long long>(result->writes), options->output.c_str());
+               static_cast<unsigned long long>(result->writes), options->output.c_str(),
+               options->output == null_output ? "discarded" : "flushed");
   co_return Status{};
 }
 

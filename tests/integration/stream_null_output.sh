@@ -1,0 +1,88 @@
+#!/bin/bash
+# `sluice serve --output null:`: the link test. The receiver parses and checks every
+# header as usual and drops the payload (spliced into /dev/null from a plain socket,
+# from memory otherwise). Nothing is kept, so what is checked is what the receiver
+# says it took: exactly the bytes the sender sent, for both protocols, spliced or not,
+# TCP, Unix and TLS, dense and sparse; a bad stream still fails; a server without
+# --once goes on after it; --size is required and --direct refused.
+. "$SOURCE_ROOT/tests/integration/stream_lib.sh"
+CRAFT="$SOURCE_ROOT/tests/integration/stream_craft.py"
+
+make_certs certs
+make_image dense.img $((6 * 1024 * 1024 + 1024))
+make_image sparse.img $((12 * 1024 * 1024 + 512)) sparse
+
+# received_bytes LOG: the count in serve's "received N bytes ... (discarded)" line.
+received_bytes() { sed -n 's/.*received \([0-9]*\) bytes in [0-9]* writes into null: (discarded)$/\1/p' "$1"; }
+
+run_case() {  # run_case TRANSPORT PROTOCOL IMAGE RECEIVE_ZERO_COPY [COPY OPTIONS...]
+  local transport=$1 protocol=$2 image=$3 zc=$4 port listen dest name got expected
+  shift 4
+  local recv_opts=() tls_serve=() tls_copy=()
+  [ "$zc" = on ] || recv_opts=(--no-zero-copy)
+  port=$(free_port)
+  case $transport in
+    tcp) listen=tcp://127.0.0.1:$port dest=tcp://127.0.0.1:$port ;;
+    unix) listen=unix://$WORK/n.sock dest=unix://$WORK/n.sock ;;
+    tls) listen=tls://127.0.0.1:$port dest=tls://localhost:$port
+      tls_serve=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
+      tls_copy=(--tls-ca certs/ca-cert.pem) ;;
+  esac
+  name="$transport/$protocol/$image receive-zero-copy=$zc${*:+ $*}"
+  rm -f "$WORK/n.sock"
+  start_serve serve.log --listen "$listen" --protocol "$protocol" --output null: --size "$(stat -c %s "$image")" \
+    --once "${recv_opts[@]}" "${tls_serve[@]}" || { fail "$name: server did not start: $(cat serve.log)"; return; }
+  "$SLUICE" copy --protocol "$protocol" "${tls_copy[@]}" "$@" --stats "$image" "$dest" >stats.json 2>copy.log ||
+    fail "$name: copy failed: $(cat copy.log)"
+  wait "$SERVE_PID" || { fail "$name: serve failed: $(cat serve.log)"; return; }
+  got=$(received_bytes serve.log)
+  # Zero ranges go out as zeros (the sender counts them apart, as zeroed), except with
+  # --prezeroed, where the chunked sender leaves them out and the receiver gets less.
+  expected=$(($(json_field stats.json bytes_written) + $(json_field stats.json bytes_zeroed)))
+  if [ -n "$got" ] && [ "$got" = "$expected" ]; then
+    pass "$name: the receiver took and dropped the $got bytes sent"
+  else
+    fail "$name: the receiver says '${got:-nothing}', the sender wrote $expected: $(cat serve.log)"
+  fi
+}
+
+for transport in tcp unix; do
+  for protocol in chunked raw; do
+    for zc in on off; do run_case $transport $protocol dense.img $zc; done
+    run_case $transport $protocol sparse.img on
+  done
+  run_case $transport chunked sparse.img on --prezeroed
+done
+run_case tls chunked dense.img on
+run_case tls raw sparse.img on
+
+# Bad streams still fail, and a server without --once serves the next one.
+port=$(free_port)
+start_serve bad.log --listen tcp://127.0.0.1:$port --protocol chunked --output null: --size $((4 * 1024 * 1024)) ||
+  exit 1
+$PY "$CRAFT" 127.0.0.1:$port out-of-bounds >/dev/null 2>&1
+$PY "$CRAFT" 127.0.0.1:$port truncated >/dev/null 2>&1
+"$SLUICE" copy --protocol chunked dense.img tcp://127.0.0.1:$port >/dev/null 2>copy.log &&
+  fail "a 6 MiB image into a 4 MiB null: was accepted" ||
+  pass "an image larger than --size is refused: $(tail -1 copy.log)"
+head -c $((2 * 1024 * 1024)) dense.img >small.img
+"$SLUICE" copy --protocol chunked small.img tcp://127.0.0.1:$port 2>copy.log ||
+  fail "a good stream after the bad ones failed: $(cat copy.log)"
+for _ in $(seq 1 100); do grep -q 'received 2097152 bytes' bad.log && break; sleep 0.05; done
+grep -q 'beyond the image size 4194304' bad.log && pass "out of bounds: $(grep -m1 'beyond' bad.log)" ||
+  fail "out of bounds: no error in $(cat bad.log)"
+grep -q 'without the terminator' bad.log && pass "truncated: reported" || fail "truncated: no error in $(cat bad.log)"
+grep -q 'received 2097152 bytes in [0-9]* writes into null: (discarded)' bad.log &&
+  pass "the next good stream was received" || fail "the good stream after the bad ones: $(cat bad.log)"
+kill "$SERVE_PID" 2>/dev/null
+
+# Usage: no size to take from null:, and O_DIRECT makes no sense for it.
+"$SLUICE" serve --listen tcp://127.0.0.1:$(free_port) --output null: 2>err.log
+rc=$?
+[ $rc -ne 0 ] && grep -q 'give --size' err.log && pass "null: without --size: $(cat err.log)" ||
+  fail "null: without --size: exit $rc, $(cat err.log)"
+"$SLUICE" serve --listen tcp://127.0.0.1:$(free_port) --output null: --size 1M --direct 2>err.log
+rc=$?
+[ $rc -eq 2 ] && pass "null: with --direct is a usage error" || fail "null: with --direct: exit $rc, $(cat err.log)"
+
+finish
