@@ -95,17 +95,8 @@ awaitable<Status> receive_exactly(Socket& socket, std::span<std::byte> into, con
 }
 
 SocketStream::SocketStream(Socket socket, StreamOptions options)
-    : socket_(std::move(socket)), options_(options), peer_(describe_peer(socket_)) {
+    : socket_(std::move(socket)), options_(options), cork_(socket_.native_handle()), peer_(describe_peer(socket_)) {
   apply_socket_options(socket_, options_);
-}
-
-bool SocketStream::set_cork(bool on) {
-  if (!cork_works_) return false;
-  int value = on ? 1 : 0;
-  // Fails on a Unix socket, which has no segments to hold back: nothing to undo then,
-  // and no need to ask again.
-  cork_works_ = ::setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value) == 0;
-  return cork_works_;
 }
 
 SocketStream::~SocketStream() {
@@ -123,9 +114,11 @@ awaitable<Status> SocketStream::send_memory(std::vector<asio::const_buffer>& buf
 awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool more) {
   // Memory frames are gathered into one sendmsg; a frame whose payload stays in a file
   // sends what was gathered (its header included) corked, then splices the payload.
+  // While more frames are queued the cork stays on across batches; the batch that
+  // ends a burst releases it.
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch.size() * 2);
-  bool corked = false;
+  if (more) cork_.hold();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Frame& f = batch[i].frame;
     if (f.contiguous() && !f.head.empty() && !f.body.empty()) {
@@ -135,7 +128,7 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
       if (!f.body.empty()) buffers.emplace_back(f.body.data(), f.body.size());
     }
     if (f.file.length == 0 && f.piped.length == 0) continue;
-    if (!corked) corked = set_cork(true);
+    cork_.hold();
     if (Status s = co_await send_memory(buffers, true); !s) co_return s;
     bool last = i + 1 == batch.size();
     if (f.piped.length > 0) {
@@ -161,7 +154,7 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
     stats_.bytes_sent += f.file.length;
   }
   Status sent = co_await send_memory(buffers, more);
-  if (corked) set_cork(false);
+  if (!more) cork_.release();
   co_return sent;
 }
 
@@ -196,6 +189,9 @@ StreamStats SocketStream::stats() const {
   return s;
 }
 
-Socket SocketStream::release_socket() { return std::move(socket_); }
+Socket SocketStream::release_socket() {
+  cork_.release();
+  return std::move(socket_);
+}
 
 }  // namespace sluice

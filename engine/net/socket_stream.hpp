@@ -1,5 +1,6 @@
 // A plain TCP or Unix-domain stream: frames leave as gathered writes (one sendmsg
-// carries many headers and payloads), MSG_MORE only while more is already queued.
+// carries many headers and payloads), MSG_MORE and TCP_CORK only while more is
+// already queued, or within a batch around a spliced payload.
 #pragma once
 
 #include <asio/generic/stream_protocol.hpp>
@@ -7,6 +8,7 @@
 #include <optional>
 
 #include "engine/net/stream.hpp"
+#include "engine/net/tcp_cork.hpp"
 #include "engine/uring/pipe.hpp"
 
 namespace sluice {
@@ -40,13 +42,11 @@ class SocketStream final : public Stream {
 
  private:
   awaitable<Status> send_memory(std::vector<asio::const_buffer>& buffers, bool more);
-  // TCP_CORK on or off; false where the socket has no such option (Unix sockets).
-  bool set_cork(bool on);
 
   Socket socket_;
   StreamOptions options_;
   std::optional<Pipe> pipe_;  // for FileSlice frames, made on first use
-  bool cork_works_ = true;    // false once TCP_CORK was refused (a Unix socket)
+  TcpCork cork_;
   std::string peer_;
   StreamStats stats_;
 };

@@ -14,6 +14,7 @@
 #include <openssl/ssl.h>
 
 #include "engine/net/socket_stream.hpp"
+#include "engine/net/tcp_cork.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_context.hpp"
 
@@ -60,12 +61,14 @@ class TlsStream final : public Stream {
   awaitable<Status> run_handshake(const std::string& hostname);
   Status encrypt(std::span<const std::byte> plaintext);
   awaitable<Status> flush(bool more);
+  awaitable<Status> encrypt_and_send(std::span<const Pending> batch, bool more);
   awaitable<Status> receive_ciphertext();
   Error tls_error(const std::string& what, int ret);
 
   std::shared_ptr<TlsContext> context_;
   Socket socket_;
   StreamOptions options_;
+  TcpCork cork_;  // held while frames are queued behind the batch being sent
   std::string peer_;
   SSL* ssl_ = nullptr;
   std::vector<std::byte> out_;      // ciphertext not yet sent

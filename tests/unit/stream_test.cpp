@@ -1,6 +1,9 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <fstream>
@@ -113,6 +116,12 @@ TEST_CASE("plain TCP: frames arrive whole and in order, gathered into few writes
     if (Status s = co_await exchange(*pair, 20, 4096, false); !s) co_return s;
     CHECK(pair->client->stats().socket_writes < 70);  // concurrent senders were batched
     CHECK(pair->client->stats().tcp_segments > 0);
+    // The cork that held segments back while frames were queued is off once the burst
+    // is out: a tail left corked would wait up to 200 ms.
+    int corked = -1;
+    socklen_t size = sizeof corked;
+    CHECK(::getsockopt(pair->client->socket_fd(), IPPROTO_TCP, TCP_CORK, &corked, &size) == 0);
+    CHECK(corked == 0);
     co_await pair->client->close();
     std::byte one{};
     auto eof = co_await pair->server->read_some({&one, 1});
