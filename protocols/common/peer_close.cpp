@@ -1,30 +1,46 @@
 #include "protocols/common/peer_close.hpp"
 
 #include <array>
+#include <system_error>
 
 namespace sluice {
 
-awaitable<void> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit) {
+awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit) {
   asio::steady_timer deadline(co_await asio::this_coro::executor, limit);
   deadline.async_wait([&stream](asio::error_code ec) {
     if (!ec) stream.abort();  // the receiver never closed; go on without it
   });
+  // The socket's own ECONNRESET, as Asio reports it (in its own category), not the
+  // generic code a TLS stream uses for a peer that closed without close_notify (which
+  // is still a close).
+  const std::error_code reset = asio::error::connection_reset;
   std::array<std::byte, 4096> scratch{};
+  Status status;
   for (;;) {
     auto n = co_await stream.read_some(scratch);
+    if (!n && n.error().code == reset)
+      status = fail(std::errc::connection_reset,
+                    stream.peer() + " reset the connection after the last byte instead of closing it: the receiver " +
+                        "did not take the transfer whole (its log says why)");
     if (!n || *n == 0) break;
   }
   deadline.cancel();
+  co_return status;
 }
 
-awaitable<StreamStats> end_one_way_stream(Stream& stream, bool sent_everything) {
+awaitable<OneWayEnd> end_one_way_stream(Stream& stream, bool sent_everything) {
   if (!sent_everything) {
     stream.abort();
-    co_return stream.stats();
+    co_return OneWayEnd{stream.stats(), Status{}};
   }
-  co_await wait_for_peer_close(stream, default_peer_close_wait);
+  Status closed = co_await wait_for_peer_close(stream, default_peer_close_wait);
+  if (!closed) {
+    OneWayEnd end{stream.stats(), closed};
+    stream.abort();
+    co_return end;
+  }
   co_await stream.close();
-  co_return stream.stats();
+  co_return OneWayEnd{stream.stats(), Status{}};
 }
 
 }  // namespace sluice

@@ -15,13 +15,21 @@ namespace sluice {
 
 constexpr std::chrono::seconds default_peer_close_wait{30};
 
-// Reads and discards until the peer closes, fails, or `limit` passes; never fails.
-awaitable<void> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit);
+// Reads and discards until the peer closes, fails, or `limit` passes. Fails only when
+// the peer reset the connection: a receiver resets when it gives up with bytes still
+// unread (a refused chunk), which is the one refusal a one-way sender can still see
+// after its last byte left. A clean close, a timeout or any other error is not one.
+awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit);
+
+struct OneWayEnd {
+  StreamStats stats;  // the stream's final statistics
+  Status status;      // the receiver's reset, if it reset
+};
 
 // Ends a one-way stream after its last send: on success waits for the peer to close,
 // then closes (every byte was delivered; a close_notify the departed peer refuses
 // changes nothing); after a failed send aborts, so the receiver sees the stream cut
-// short. Returns the stream's final statistics.
-awaitable<StreamStats> end_one_way_stream(Stream& stream, bool sent_everything);
+// short.
+awaitable<OneWayEnd> end_one_way_stream(Stream& stream, bool sent_everything);
 
 }  // namespace sluice
