@@ -114,11 +114,9 @@ awaitable<Status> SocketStream::send_memory(std::vector<asio::const_buffer>& buf
 awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool more) {
   // Memory frames are gathered into one sendmsg; a frame whose payload stays in a file
   // sends what was gathered (its header included) corked, then splices the payload.
-  // While more frames are queued the cork stays on across batches; the batch that
-  // ends a burst releases it.
+  // The cork is released with the burst's end (Stream::write_queued).
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch.size() * 2);
-  if (more) cork_.hold();
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Frame& f = batch[i].frame;
     if (f.contiguous() && !f.head.empty() && !f.body.empty()) {
@@ -153,9 +151,7 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
     }
     stats_.bytes_sent += f.file.length;
   }
-  Status sent = co_await send_memory(buffers, more);
-  if (!more) cork_.release();
-  co_return sent;
+  co_return co_await send_memory(buffers, more);
 }
 
 awaitable<Status> SocketStream::read_exactly(std::span<std::byte> into) {

@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "engine/net/stream.hpp"
-#include "engine/net/tcp_cork.hpp"
 #include "engine/uring/pipe.hpp"
 
 namespace sluice {
@@ -39,6 +38,7 @@ class SocketStream final : public Stream {
   std::size_t batch_bytes() const override { return options_.batch_bytes; }
   std::chrono::seconds stall_timeout() const override { return options_.stall_timeout; }
   std::size_t batch_frames() const override { return 32; }  // two iovecs each, Asio's limit is 64
+  TcpCork* cork() override { return &cork_; }
 
  private:
   awaitable<Status> send_memory(std::vector<asio::const_buffer>& buffers, bool more);

@@ -26,7 +26,12 @@ awaitable<void> Stream::write_queued() {
       batch.push_back(queue_.front());
       queue_.pop_front();
     }
-    Status status = co_await transmit_bounded(batch, !queue_.empty());
+    // MSG_MORE alone would not hold a partial segment between batches (tcp_cork.hpp).
+    const bool more = !queue_.empty();
+    TcpCork* held = cork();
+    if (held != nullptr && more) held->hold();
+    Status status = co_await transmit_bounded(batch, more);
+    if (held != nullptr && !more) held->release();
     for (Pending& p : batch) p.done->complete(status);
     if (!status) {
       fail_pending(status.error());

@@ -18,6 +18,7 @@
 #include "engine/completion.hpp"
 #include "engine/error.hpp"
 #include "engine/file_slice.hpp"
+#include "engine/net/tcp_cork.hpp"
 
 namespace sluice {
 
@@ -99,6 +100,9 @@ class Stream {
   // How many frames may go into one transmit() call.
   virtual std::size_t batch_frames() const = 0;
   virtual std::chrono::seconds stall_timeout() const { return {}; }
+  // The socket's cork, where it has one: held while frames are queued behind the batch
+  // being sent, released by the batch that ends the burst.
+  virtual TcpCork* cork() { return nullptr; }
 
   // Fails everything queued (used by abort()).
   void fail_pending(const Error& error);

@@ -178,15 +178,6 @@ Status TlsStream::encrypt(std::span<const std::byte> plaintext) {
 }
 
 awaitable<Status> TlsStream::transmit(std::span<const Pending> batch, bool more) {
-  // MSG_MORE holds a record's partial last segment only within its own send; the cork
-  // holds it across ACKs too, until the burst's last batch is out (tcp_cork.hpp).
-  if (more) cork_.hold();
-  Status sent = co_await encrypt_and_send(batch, more);
-  if (!more) cork_.release();
-  co_return sent;
-}
-
-awaitable<Status> TlsStream::encrypt_and_send(std::span<const Pending> batch, bool more) {
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Frame& f = batch[i].frame;
     if (f.file.length > 0 || f.piped.length > 0)  // callers check splices() first; TLS must see the bytes

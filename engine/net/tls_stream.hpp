@@ -14,7 +14,6 @@
 #include <openssl/ssl.h>
 
 #include "engine/net/socket_stream.hpp"
-#include "engine/net/tcp_cork.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_context.hpp"
 
@@ -49,6 +48,7 @@ class TlsStream final : public Stream {
   std::size_t batch_bytes() const override { return options_.batch_bytes; }
   std::chrono::seconds stall_timeout() const override { return options_.stall_timeout; }
   std::size_t batch_frames() const override { return 64; }
+  TcpCork* cork() override { return &cork_; }
 
  private:
   TlsStream(std::shared_ptr<TlsContext> context, Socket socket, StreamOptions options);
@@ -61,7 +61,6 @@ class TlsStream final : public Stream {
   awaitable<Status> run_handshake(const std::string& hostname);
   Status encrypt(std::span<const std::byte> plaintext);
   awaitable<Status> flush(bool more);
-  awaitable<Status> encrypt_and_send(std::span<const Pending> batch, bool more);
   awaitable<Status> receive_ciphertext();
   Error tls_error(const std::string& what, int ret);
 

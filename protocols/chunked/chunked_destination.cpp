@@ -142,10 +142,9 @@ awaitable<Status> ChunkedDestination::finish() {
   if (finished_) co_return Status{};
   finished_ = true;
   Status status = explain_send_failure(co_await stream_->send(Frame{chunk_terminator_bytes, {}}));
-  OneWayEnd end = co_await end_one_way_stream(*stream_, bool(status));
+  OneWayEnd end = co_await end_one_way_stream(*stream_, status);
   final_stats_ = end.stats;
-  if (status) status = end.status;
-  co_return status;
+  co_return end.status;
 }
 
 void ChunkedDestination::abort() { stream_->abort(); }

@@ -28,19 +28,12 @@ awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds 
   co_return status;
 }
 
-awaitable<OneWayEnd> end_one_way_stream(Stream& stream, bool sent_everything) {
-  if (!sent_everything) {
-    stream.abort();
-    co_return OneWayEnd{stream.stats(), Status{}};
-  }
-  Status closed = co_await wait_for_peer_close(stream, default_peer_close_wait);
-  if (!closed) {
-    OneWayEnd end{stream.stats(), closed};
-    stream.abort();
-    co_return end;
-  }
-  co_await stream.close();
-  co_return OneWayEnd{stream.stats(), Status{}};
+awaitable<OneWayEnd> end_one_way_stream(Stream& stream, Status sent) {
+  if (sent) sent = co_await wait_for_peer_close(stream, default_peer_close_wait);
+  if (sent) co_await stream.close();
+  OneWayEnd end{stream.stats(), sent};
+  if (!sent) stream.abort();
+  co_return end;
 }
 
 }  // namespace sluice

@@ -23,13 +23,13 @@ awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds 
 
 struct OneWayEnd {
   StreamStats stats;  // the stream's final statistics
-  Status status;      // the receiver's reset, if it reset
+  Status status;      // the transfer's: the send's failure, else the receiver's reset
 };
 
-// Ends a one-way stream after its last send: on success waits for the peer to close,
-// then closes (every byte was delivered; a close_notify the departed peer refuses
-// changes nothing); after a failed send aborts, so the receiver sees the stream cut
-// short.
-awaitable<OneWayEnd> end_one_way_stream(Stream& stream, bool sent_everything);
+// Ends a one-way stream after its last send, whose outcome is `sent`: on success waits
+// for the peer to close, then closes (every byte was delivered; a close_notify the
+// departed peer refuses changes nothing); after a failed send, or when the receiver
+// reset the connection, aborts, so the receiver sees the stream cut short.
+awaitable<OneWayEnd> end_one_way_stream(Stream& stream, Status sent);
 
 }  // namespace sluice

@@ -61,10 +61,9 @@ awaitable<Status> RawDestination::finish() {
   if (finished_) co_return Status{};
   Status status = co_await send_zeros_until(image_size_);
   finished_ = true;
-  OneWayEnd end = co_await end_one_way_stream(*stream_, bool(status));
+  OneWayEnd end = co_await end_one_way_stream(*stream_, status);
   final_stats_ = end.stats;
-  if (status) status = end.status;
-  co_return status;
+  co_return end.status;
 }
 
 void RawDestination::abort() { stream_->abort(); }

@@ -77,6 +77,21 @@ make_certs() {
   )
 }
 
+# stream_endpoints TRANSPORT: for tcp, unix (a socket in $WORK) or tls, sets LISTEN
+# (serve --listen) and DEST (copy's destination), and the options each side needs for
+# TLS, TLS_SERVE and TLS_COPY (certificates from `make_certs certs`).
+stream_endpoints() {
+  local port
+  TLS_SERVE=() TLS_COPY=()
+  case $1 in
+    tcp) port=$(free_port) LISTEN=tcp://127.0.0.1:$port DEST=tcp://127.0.0.1:$port ;;
+    unix) rm -f "$WORK/stream.sock"; LISTEN=unix://$WORK/stream.sock DEST=unix://$WORK/stream.sock ;;
+    tls) port=$(free_port) LISTEN=tls://127.0.0.1:$port DEST=tls://localhost:$port
+      TLS_SERVE=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
+      TLS_COPY=(--tls-ca certs/ca-cert.pem) ;;
+  esac
+}
+
 # start_serve LOG ARGS...: sluice serve in the background; SERVE_PID is its pid.
 start_serve() {
   local log=$1

@@ -16,23 +16,15 @@ make_image sparse.img $((12 * 1024 * 1024 + 512)) sparse
 received_bytes() { sed -n 's/.*received \([0-9]*\) bytes in [0-9]* writes into null: (discarded)$/\1/p' "$1"; }
 
 run_case() {  # run_case TRANSPORT PROTOCOL IMAGE RECEIVE_ZERO_COPY [COPY OPTIONS...]
-  local transport=$1 protocol=$2 image=$3 zc=$4 port listen dest name got expected
+  local transport=$1 protocol=$2 image=$3 zc=$4 name got expected
   shift 4
-  local recv_opts=() tls_serve=() tls_copy=()
+  local recv_opts=()
   [ "$zc" = on ] || recv_opts=(--no-zero-copy)
-  port=$(free_port)
-  case $transport in
-    tcp) listen=tcp://127.0.0.1:$port dest=tcp://127.0.0.1:$port ;;
-    unix) listen=unix://$WORK/n.sock dest=unix://$WORK/n.sock ;;
-    tls) listen=tls://127.0.0.1:$port dest=tls://localhost:$port
-      tls_serve=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
-      tls_copy=(--tls-ca certs/ca-cert.pem) ;;
-  esac
+  stream_endpoints "$transport"
   name="$transport/$protocol/$image receive-zero-copy=$zc${*:+ $*}"
-  rm -f "$WORK/n.sock"
-  start_serve serve.log --listen "$listen" --protocol "$protocol" --output null: --size "$(stat -c %s "$image")" \
-    --once "${recv_opts[@]}" "${tls_serve[@]}" || { fail "$name: server did not start: $(cat serve.log)"; return; }
-  "$SLUICE" copy --protocol "$protocol" "${tls_copy[@]}" "$@" --stats "$image" "$dest" >stats.json 2>copy.log ||
+  start_serve serve.log --listen "$LISTEN" --protocol "$protocol" --output null: --size "$(stat -c %s "$image")" \
+    --once "${recv_opts[@]}" "${TLS_SERVE[@]}" || { fail "$name: server did not start: $(cat serve.log)"; return; }
+  "$SLUICE" copy --protocol "$protocol" "${TLS_COPY[@]}" "$@" --stats "$image" "$DEST" >stats.json 2>copy.log ||
     fail "$name: copy failed: $(cat copy.log)"
   wait "$SERVE_PID" || { fail "$name: serve failed: $(cat serve.log)"; return; }
   got=$(received_bytes serve.log)

@@ -16,24 +16,17 @@ make_image sparse.img $((12 * 1024 * 1024 + 512)) sparse
 SIZE=$(stat -c %s dense.img)
 
 run_pair() {  # run_pair TRANSPORT PROTOCOL IMAGE SEND_ZC RECV_ZC
-  local transport=$1 protocol=$2 image=$3 send=$4 recv=$5 port listen dest name writes
-  local send_opts=() recv_opts=() tls_serve=() tls_copy=()
+  local transport=$1 protocol=$2 image=$3 send=$4 recv=$5 name writes
+  local send_opts=() recv_opts=()
   [ "$send" = on ] || send_opts=(--no-zero-copy)
   [ "$recv" = on ] || recv_opts=(--no-zero-copy)
-  port=$(free_port)
-  case $transport in
-    tcp) listen=tcp://127.0.0.1:$port dest=tcp://127.0.0.1:$port ;;
-    unix) listen=unix://$WORK/z.sock dest=unix://$WORK/z.sock ;;
-    tls) listen=tls://127.0.0.1:$port dest=tls://localhost:$port
-      tls_serve=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
-      tls_copy=(--tls-ca certs/ca-cert.pem) ;;
-  esac
+  stream_endpoints "$transport"
   name="$transport/$protocol/$image send-zero-copy=$send receive-zero-copy=$recv"
-  rm -f out.img "$WORK/z.sock"
-  start_serve serve.log --listen "$listen" --protocol "$protocol" --output out.img \
-    --size "$(stat -c %s "$image")" --once "${recv_opts[@]}" "${tls_serve[@]}" ||
+  rm -f out.img
+  start_serve serve.log --listen "$LISTEN" --protocol "$protocol" --output out.img \
+    --size "$(stat -c %s "$image")" --once "${recv_opts[@]}" "${TLS_SERVE[@]}" ||
     { fail "$name: server did not start: $(cat serve.log)"; return; }
-  "$SLUICE" copy --protocol "$protocol" "${send_opts[@]}" "${tls_copy[@]}" --stats "$image" "$dest" \
+  "$SLUICE" copy --protocol "$protocol" "${send_opts[@]}" "${TLS_COPY[@]}" --stats "$image" "$DEST" \
     >stats.json 2>copy.log || fail "$name: copy failed: $(cat copy.log)"
   wait "$SERVE_PID" || fail "$name: serve failed: $(cat serve.log)"
   if same_image "$image" out.img; then pass "$name: same bytes"; else fail "$name: the received image differs"; fi
