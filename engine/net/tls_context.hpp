@@ -44,4 +44,8 @@ class TlsContext {
 // The OpenSSL error queue as one line (and cleared): "error:0A000086:SSL routines::...".
 std::string openssl_errors();
 
+// What a context offers and, as a server, prefers when TlsOptions leaves the choice open.
+extern const std::string default_tls13_ciphersuites;
+extern const std::string default_tls12_ciphers;
+
 }  // namespace sluice

@@ -19,8 +19,10 @@ struct TlsOptions {
   std::string psk_file;
   std::string psk_identity;
 
-  std::string ciphers;       // TLS 1.2 cipher list (OpenSSL syntax); empty: OpenSSL's default
-  std::string ciphersuites;  // TLS 1.3 suites; empty: OpenSSL's default
+  // OpenSSL syntax; empty: default_tls12_ciphers and default_tls13_ciphersuites
+  // (tls_context.hpp): OpenSSL's own, with AES-128-GCM moved first.
+  std::string ciphers;       // TLS 1.2 cipher list
+  std::string ciphersuites;  // TLS 1.3 suites
   bool tls12_only = false;   // what xen-api's stunnel speaks
 
   bool enabled() const { return !certificate.empty() || !ca_file.empty() || !psk_file.empty(); }

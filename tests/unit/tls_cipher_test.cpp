@@ -1,0 +1,119 @@
+// Which cipher a Sluice TLS connection ends up with: AES-128-GCM unless someone asks for
+// otherwise, and the server's preference wins over a client that lists AES-256 first.
+#include <doctest/doctest.h>
+
+#include "engine/net/address.hpp"
+#include "engine/net/tls_stream.hpp"
+#include "engine/task_group.hpp"
+#include "run_loop.hpp"
+#include "temp_dir.hpp"
+#include "test_certificates.hpp"
+
+using namespace sluice;
+
+namespace {
+
+struct Negotiated {
+  std::string client;
+  std::string server;
+};
+
+awaitable<Status> accept_one(Acceptor* acceptor, std::shared_ptr<TlsContext> tls, std::string* cipher) {
+  Socket socket(co_await asio::this_coro::executor);
+  auto [ec] = co_await acceptor->async_accept(socket, use_nothrow);
+  if (ec) co_return fail(ec, "accept");
+  auto stream = co_await TlsStream::handshake(tls, std::move(socket), {});
+  if (!stream) co_return tl::unexpected(stream.error());
+  *cipher = (*stream)->cipher();
+  co_await (*stream)->close();
+  co_return Status{};
+}
+
+awaitable<Status> connect_one(NetAddress target, std::shared_ptr<TlsContext> tls, std::string* cipher) {
+  auto socket = co_await connect_to(target);
+  if (!socket) co_return tl::unexpected(socket.error());
+  auto stream = co_await TlsStream::handshake(tls, std::move(*socket), {}, "localhost");
+  if (!stream) co_return tl::unexpected(stream.error());
+  *cipher = (*stream)->cipher();
+  (*stream)->abort();
+  co_return Status{};
+}
+
+// Handshakes once over loopback and reports the suite each side settled on.
+Negotiated negotiate(TlsOptions client_options, TlsOptions server_options) {
+  test::TempDir dir;
+  test::TestCertificates certs(dir.path());
+  client_options.ca_file = certs.path("ca-cert.pem");
+  server_options.certificate = certs.path("server-cert.pem");
+  server_options.private_key = certs.path("server-key.pem");
+  auto client_tls = TlsContext::create(TlsRole::client, client_options);
+  auto server_tls = TlsContext::create(TlsRole::server, server_options);
+  REQUIRE(client_tls);
+  REQUIRE(server_tls);
+
+  Negotiated out;
+  asio::io_context context(1);
+  auto task = [&]() -> awaitable<Status> {
+    auto ex = co_await asio::this_coro::executor;
+    auto acceptor = listen_on(ex, NetAddress{NetAddress::Kind::tcp, "127.0.0.1", 0, {}});
+    if (!acceptor) co_return tl::unexpected(acceptor.error());
+    NetAddress target{NetAddress::Kind::tcp, "127.0.0.1", bound_port(*acceptor), {}};
+    TaskGroup both(ex);
+    both.spawn(accept_one(&*acceptor, *server_tls, &out.server));
+    both.spawn(connect_one(target, *client_tls, &out.client));
+    co_return co_await both.join();
+  };
+  auto status = test::run(context, task());
+  INFO((status ? std::string() : status.error().message));
+  REQUIRE(status);
+  CHECK(out.client == out.server);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("TLS 1.3 between Sluice's ends settles on AES-128-GCM by default") {
+  CHECK(negotiate({}, {}).client == "TLS_AES_128_GCM_SHA256");
+}
+
+TEST_CASE("Sluice's server picks AES-128-GCM even when the client lists AES-256-GCM first") {
+  TlsOptions client;
+  client.ciphersuites = "TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256";
+  CHECK(negotiate(client, {}).server == "TLS_AES_128_GCM_SHA256");
+}
+
+TEST_CASE("a client that offers only AES-256-GCM gets it") {
+  TlsOptions client;
+  client.ciphersuites = "TLS_AES_256_GCM_SHA384";
+  CHECK(negotiate(client, {}).server == "TLS_AES_256_GCM_SHA384");
+}
+
+TEST_CASE("the server's own --tls-ciphersuites order is the one that counts") {
+  TlsOptions client;
+  client.ciphersuites = "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256";
+  TlsOptions server;
+  server.ciphersuites = "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256";
+  CHECK(negotiate(client, server).server == "TLS_CHACHA20_POLY1305_SHA256");
+}
+
+TEST_CASE("TLS 1.2 (--tls12) settles on an ECDHE AES-128-GCM suite by default") {
+  TlsOptions client;
+  client.tls12_only = true;
+  const std::string cipher = negotiate(client, {}).client;
+  CHECK(cipher.rfind("ECDHE-", 0) == 0);
+  CHECK(cipher.find("AES128-GCM") != std::string::npos);
+}
+
+TEST_CASE("a cipher list or suite OpenSSL does not know is refused with its text") {
+  TlsOptions bad_suites;
+  bad_suites.ciphersuites = "TLS_NO_SUCH_SUITE";
+  auto context = TlsContext::create(TlsRole::client, bad_suites);
+  REQUIRE_FALSE(context);
+  CHECK(context.error().message.find("TLS_NO_SUCH_SUITE") != std::string::npos);
+
+  TlsOptions bad_list;
+  bad_list.ciphers = "NO-SUCH-CIPHER";
+  context = TlsContext::create(TlsRole::client, bad_list);
+  REQUIRE_FALSE(context);
+  CHECK(context.error().message.find("NO-SUCH-CIPHER") != std::string::npos);
+}
