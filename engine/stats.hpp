@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace sluice {
 
@@ -30,6 +31,7 @@ struct TransferStats {
   std::optional<std::uint64_t> tcp_segments;
   std::optional<std::uint64_t> connections;
   std::optional<std::uint64_t> loops;  // event-loop threads the connections ran on
+  std::optional<std::string> tls_cipher;  // the suite the (first) TLS connection negotiated
 };
 
 }  // namespace sluice

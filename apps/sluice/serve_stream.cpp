@@ -103,10 +103,11 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     co_return failed(result.error());
   }
   co_await stream->close();
-  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes into %s (%s)\n", peer.c_str(),
+  const std::string cipher = stream->stats().tls_cipher;
+  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes%s%s into %s (%s)\n", peer.c_str(),
                static_cast<unsigned long long>(result->bytes_written),
-               static_cast<unsigned long long>(result->writes), options->output.c_str(),
-               options->output == null_output ? "discarded" : "flushed");
+               static_cast<unsigned long long>(result->writes), cipher.empty() ? "" : " over TLS ",
+               cipher.c_str(), options->output.c_str(), options->output == null_output ? "discarded" : "flushed");
   co_return Status{};
 }
 

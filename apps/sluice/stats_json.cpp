@@ -26,6 +26,7 @@ std::string stats_json(const TransferStats& s) {
            s.seconds > 0 ? static_cast<double>(s.size) / (1024.0 * 1024.0) / s.seconds : 0.0);
   if (s.socket_writes) json.add("socket_writes", *s.socket_writes);
   if (s.tls_records) json.add("tls_records", *s.tls_records);
+  if (s.tls_cipher) json.add("tls_cipher", std::string_view(*s.tls_cipher));
   if (s.tcp_segments) json.add("tcp_segments", *s.tcp_segments);
   if (s.connections) json.add("connections", *s.connections);
   if (s.loops) json.add("loops", *s.loops);

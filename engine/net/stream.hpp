@@ -50,6 +50,7 @@ struct StreamStats {
   std::uint64_t tls_records = 0;    // records written (TLS only)
   std::uint64_t tls_record_bytes = 0;
   std::uint64_t tcp_segments = 0;   // data segments sent (TCP_INFO), 0 if unknown
+  std::string tls_cipher;           // the negotiated suite, e.g. TLS_AES_128_GCM_SHA256 (TLS only)
 };
 
 struct StreamOptions {

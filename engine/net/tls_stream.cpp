@@ -283,6 +283,7 @@ void TlsStream::abort() {
 
 StreamStats TlsStream::stats() const {
   StreamStats s = stats_;
+  s.tls_cipher = cipher();
   if (socket_.is_open()) s.tcp_segments = tcp_data_segments_sent(const_cast<Socket&>(socket_).native_handle());
   return s;
 }

@@ -41,7 +41,7 @@ class TlsStream final : public Stream {
   // assert how headers and payloads share records.
   void observe_records(std::function<void(std::size_t)> observer) { record_observer_ = std::move(observer); }
   std::string protocol_version() const { return SSL_get_version(ssl_); }
-  std::string cipher() const { return SSL_get_cipher_name(ssl_); }
+  std::string cipher() const { return ssl_ != nullptr ? SSL_get_cipher_name(ssl_) : ""; }
 
  protected:
   awaitable<Status> transmit(std::span<const Pending> batch, bool more) override;

@@ -19,6 +19,12 @@ nbdkit_tcp x509 --tls=require --tls-certificates="$pki" memory 64M
 x509_uri="nbds://localhost:$port/?tls-certificates=$pki"
 expect_copy "$scratch/random.img" "$x509_uri"
 [[ -n $(stat_field tls_records) ]] || fail "no TLS record count in the stats"
+# nbdkit (GnuTLS) takes its client's order, and Sluice offers AES-128-GCM first.
+assert_eq "the suite nbdkit took" "$(stat_field tls_cipher)" TLS_AES_128_GCM_SHA256
+expect_copy --tls-ciphersuites TLS_AES_256_GCM_SHA384 "$scratch/random.img" "$x509_uri"
+assert_eq "the suite asked for" "$(stat_field tls_cipher)" TLS_AES_256_GCM_SHA384
+expect_failure "invalid TLS 1.3 cipher suites 'TLS_NO_SUCH'" copy --tls-ciphersuites TLS_NO_SUCH \
+  "$scratch/random.img" "$x509_uri"
 read_export "$x509_uri" "$scratch/readback.img"
 same_content "$scratch/random.img" "$scratch/readback.img"
 expect_copy "$x509_uri" "$scratch/back.img"
@@ -75,6 +81,7 @@ if command -v qemu-nbd >/dev/null 2>&1; then
   truncate -s 64M "$scratch/qemu.img"
   qemu_nbd_tcp qemutls -f raw -x disk --object "tls-creds-x509,id=tls0,endpoint=server,dir=$pki" --tls-creds tls0 "$scratch/qemu.img"
   expect_copy "$scratch/random.img" "nbds://localhost:$port/disk?tls-certificates=$pki"
+  assert_eq "the suite qemu-nbd took" "$(stat_field tls_cipher)" TLS_AES_128_GCM_SHA256
   stop_pidfile "$pidfile_of_last"
   same_content "$scratch/random.img" "$scratch/qemu.img"
 else

@@ -12,8 +12,11 @@ make_certs certs
 make_image dense.img $((6 * 1024 * 1024 + 1024))
 make_image sparse.img $((12 * 1024 * 1024 + 512)) sparse
 
-# received_bytes LOG: the count in serve's "received N bytes ... (discarded)" line.
-received_bytes() { sed -n 's/.*received \([0-9]*\) bytes in [0-9]* writes into null: (discarded)$/\1/p' "$1"; }
+# received_bytes LOG: the count in serve's "received N bytes ... (discarded)" line
+# (which names the cipher after "over TLS" on a TLS connection).
+received_bytes() {
+  sed -n 's/.*received \([0-9]*\) bytes in [0-9]* writes\( over TLS [A-Z0-9_]*\)\{0,1\} into null: (discarded)$/\1/p' "$1"
+}
 
 run_case() {  # run_case TRANSPORT PROTOCOL IMAGE RECEIVE_ZERO_COPY [COPY OPTIONS...]
   local transport=$1 protocol=$2 image=$3 zc=$4 name got expected
@@ -35,6 +38,13 @@ run_case() {  # run_case TRANSPORT PROTOCOL IMAGE RECEIVE_ZERO_COPY [COPY OPTION
     pass "$name: the receiver took and dropped the $got bytes sent"
   else
     fail "$name: the receiver says '${got:-nothing}', the sender wrote $expected: $(cat serve.log)"
+  fi
+  if [ "$transport" = tls ]; then
+    # Both ends name the suite they settled on: Sluice's default, AES-128-GCM first.
+    got=$(json_field stats.json tls_cipher)
+    [ "$got" = TLS_AES_128_GCM_SHA256 ] || fail "$name: the sender's tls_cipher is '$got'"
+    grep -q ' over TLS TLS_AES_128_GCM_SHA256 into null:' serve.log ||
+      fail "$name: the receiver's line does not name the cipher: $(cat serve.log)"
   fi
 }
 

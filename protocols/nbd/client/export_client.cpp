@@ -286,6 +286,7 @@ void ExportClient::add_stats(TransferStats& stats) const {
     records += s.tls_records;
     segments += s.tcp_segments;
     tls = tls || slot.connection->facts().tls;
+    if (!stats.tls_cipher && !s.tls_cipher.empty()) stats.tls_cipher = s.tls_cipher;
   }
   stats.connections = slots_.size();
   // Connections take the loops in turn, the caller's first.
