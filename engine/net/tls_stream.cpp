@@ -140,7 +140,10 @@ awaitable<Status> TlsStream::run_handshake(const std::string& hostname) {
     if (!out_.empty()) {
       if (Status s = co_await flush(false); !s) co_return s;
     }
-    if (ret == 1) co_return Status{};
+    if (ret == 1) {
+      stats_.tls_cipher = cipher();  // fixed from here on
+      co_return Status{};
+    }
     int error = SSL_get_error(ssl_, ret);
     if (error == SSL_ERROR_WANT_READ) {
       if (Status s = co_await receive_ciphertext(); !s) co_return s;
@@ -283,7 +286,6 @@ void TlsStream::abort() {
 
 StreamStats TlsStream::stats() const {
   StreamStats s = stats_;
-  s.tls_cipher = cipher();
   if (socket_.is_open()) s.tcp_segments = tcp_data_segments_sent(const_cast<Socket&>(socket_).native_handle());
   return s;
 }

@@ -2,9 +2,7 @@
 // otherwise, and the server's preference wins over a client that lists AES-256 first.
 #include <doctest/doctest.h>
 
-#include "engine/net/address.hpp"
-#include "engine/net/tls_stream.hpp"
-#include "engine/task_group.hpp"
+#include "loopback_pair.hpp"
 #include "run_loop.hpp"
 #include "temp_dir.hpp"
 #include "test_certificates.hpp"
@@ -18,25 +16,11 @@ struct Negotiated {
   std::string server;
 };
 
-awaitable<Status> accept_one(Acceptor* acceptor, std::shared_ptr<TlsContext> tls, std::string* cipher) {
-  Socket socket(co_await asio::this_coro::executor);
-  auto [ec] = co_await acceptor->async_accept(socket, use_nothrow);
-  if (ec) co_return fail(ec, "accept");
-  auto stream = co_await TlsStream::handshake(tls, std::move(socket), {});
-  if (!stream) co_return tl::unexpected(stream.error());
-  *cipher = (*stream)->cipher();
-  co_await (*stream)->close();
-  co_return Status{};
-}
-
-awaitable<Status> connect_one(NetAddress target, std::shared_ptr<TlsContext> tls, std::string* cipher) {
-  auto socket = co_await connect_to(target);
-  if (!socket) co_return tl::unexpected(socket.error());
-  auto stream = co_await TlsStream::handshake(tls, std::move(*socket), {}, "localhost");
-  if (!stream) co_return tl::unexpected(stream.error());
-  *cipher = (*stream)->cipher();
-  (*stream)->abort();
-  co_return Status{};
+awaitable<Result<Negotiated>> handshake_pair(std::shared_ptr<TlsContext> client, std::shared_ptr<TlsContext> server) {
+  auto pair = co_await test::connected_pair(client, server);
+  if (!pair) co_return tl::unexpected(pair.error());
+  co_return Negotiated{static_cast<TlsStream&>(*pair->client).cipher(),
+                       static_cast<TlsStream&>(*pair->server).cipher()};
 }
 
 // Handshakes once over loopback and reports the suite each side settled on.
@@ -50,24 +34,11 @@ Negotiated negotiate(TlsOptions client_options, TlsOptions server_options) {
   auto server_tls = TlsContext::create(TlsRole::server, server_options);
   REQUIRE(client_tls);
   REQUIRE(server_tls);
-
-  Negotiated out;
-  asio::io_context context(1);
-  auto task = [&]() -> awaitable<Status> {
-    auto ex = co_await asio::this_coro::executor;
-    auto acceptor = listen_on(ex, NetAddress{NetAddress::Kind::tcp, "127.0.0.1", 0, {}});
-    if (!acceptor) co_return tl::unexpected(acceptor.error());
-    NetAddress target{NetAddress::Kind::tcp, "127.0.0.1", bound_port(*acceptor), {}};
-    TaskGroup both(ex);
-    both.spawn(accept_one(&*acceptor, *server_tls, &out.server));
-    both.spawn(connect_one(target, *client_tls, &out.client));
-    co_return co_await both.join();
-  };
-  auto status = test::run(context, task());
-  INFO((status ? std::string() : status.error().message));
-  REQUIRE(status);
-  CHECK(out.client == out.server);
-  return out;
+  auto negotiated = test::run(handshake_pair(*client_tls, *server_tls));
+  INFO((negotiated ? std::string() : negotiated.error().message));
+  REQUIRE(negotiated);
+  CHECK(negotiated->client == negotiated->server);
+  return *negotiated;
 }
 
 }  // namespace

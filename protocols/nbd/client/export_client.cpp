@@ -279,6 +279,7 @@ void ExportClient::abort() {
 
 void ExportClient::add_stats(TransferStats& stats) const {
   std::uint64_t writes = 0, records = 0, segments = 0;
+  std::string cipher;
   bool tls = false;
   for (const Slot& slot : slots_) {
     StreamStats s = slot.connection->stats();
@@ -286,13 +287,14 @@ void ExportClient::add_stats(TransferStats& stats) const {
     records += s.tls_records;
     segments += s.tcp_segments;
     tls = tls || slot.connection->facts().tls;
-    if (!stats.tls_cipher && !s.tls_cipher.empty()) stats.tls_cipher = s.tls_cipher;
+    if (cipher.empty()) cipher = s.tls_cipher;
   }
   stats.connections = slots_.size();
   // Connections take the loops in turn, the caller's first.
   stats.loops = std::min(loop_count(), slots_.size());
   stats.socket_writes = writes;
   if (tls) stats.tls_records = records;
+  if (tls && !cipher.empty()) stats.tls_cipher = cipher;
   if (segments > 0) stats.tcp_segments = segments;
 }
 
