@@ -11,6 +11,7 @@
 
 #include "apps/libsluice/sluice.hpp"
 #include "apps/sluice/endpoint_flags.hpp"
+#include "apps/sluice/option_scan.hpp"
 #include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/stats_json.hpp"
 #include "apps/sluice/usage_error.hpp"
@@ -106,10 +107,9 @@ CopyRequest parse(int argc, char** argv) {
   options.insert(options.end(), endpoint_flags().begin(), endpoint_flags().end());
   options.push_back({nullptr, 0, nullptr, 0});
   CopyRequest request;
-  optind = 1;
-  opterr = 0;
+  begin_option_scan();
   int c;
-  while ((c = getopt_long(argc, argv, "+h", options.data(), nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, short_options, options.data(), nullptr)) != -1) {
     switch (c) {
       case opt_depth: {
         auto depth = size_argument("depth", optarg);
@@ -154,7 +154,10 @@ CopyRequest parse(int argc, char** argv) {
       }
     }
   }
-  if (argc - optind != 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
+  if (argc - optind < 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
+  if (argc - optind > 2)
+    throw UsageError(std::string("copy takes one SOURCE and one DESTINATION; unexpected argument '") +
+                     argv[optind + 2] + "'");
   request.source = argv[optind];
   request.destination = argv[optind + 1];
   return request;

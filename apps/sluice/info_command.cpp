@@ -9,6 +9,7 @@
 
 #include "apps/libsluice/sluice.hpp"
 #include "apps/sluice/endpoint_flags.hpp"
+#include "apps/sluice/option_scan.hpp"
 #include "apps/sluice/json_writer.hpp"
 #include "apps/sluice/usage_error.hpp"
 
@@ -69,10 +70,9 @@ int info_command(int argc, char** argv) {
   bool json = false;
   EndpointOptions endpoints;
   endpoints.connections = 1;  // reading a map needs no second connection unless asked
-  optind = 1;
-  opterr = 0;
+  begin_option_scan();
   int c;
-  while ((c = getopt_long(argc, argv, "+h", options.data(), nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, short_options, options.data(), nullptr)) != -1) {
     if (c == opt_json) {
       json = true;
     } else if (c == opt_help || c == 'h') {
@@ -86,7 +86,8 @@ int info_command(int argc, char** argv) {
       throw UsageError("unknown or incomplete option '" + bad + "'");
     }
   }
-  if (argc - optind > 1) throw UsageError("info takes one SOURCE");
+  if (argc - optind > 1)
+    throw UsageError(std::string("info takes one SOURCE; unexpected argument '") + argv[optind + 1] + "'");
   if (argc - optind < 1) throw UsageError("info needs a SOURCE");
   const std::string uri = argv[optind];
 

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "apps/sluice/option_scan.hpp"
 #include "apps/sluice/serve_service.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/loop_threads.hpp"
@@ -105,10 +106,9 @@ ServeOptions parse(int argc, char** argv) {
       {nullptr, 0, nullptr, 0},
   };
   ServeOptions o;
-  optind = 1;
-  opterr = 0;
+  begin_option_scan();
   int c;
-  while ((c = getopt_long(argc, argv, "+h", options, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, short_options, options, nullptr)) != -1) {
     switch (c) {
       case opt_listen: o.listen = optarg; break;
       case opt_protocol:

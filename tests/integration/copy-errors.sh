@@ -78,7 +78,10 @@ expect_fail 2 "unknown or incomplete option '--no-such-option'" \
   "$SLUICE" copy --no-such-option "$scratch/src" "$scratch/dst"
 expect_fail 2 "copy needs a SOURCE and a DESTINATION" "$SLUICE" copy "$scratch/src"
 expect_fail 2 "copy needs a SOURCE and a DESTINATION" "$SLUICE" copy
-expect_fail 2 "copy needs a SOURCE and a DESTINATION" "$SLUICE" copy "$scratch/src" "$scratch/dst" extra
+expect_fail 2 "copy takes one SOURCE and one DESTINATION; unexpected argument 'extra'" \
+  "$SLUICE" copy "$scratch/src" "$scratch/dst" extra
+expect_fail 2 "unknown or incomplete option '--no-such-option'" \
+  "$SLUICE" copy "$scratch/src" "$scratch/dst" --no-such-option
 expect_fail 2 "--request-size: invalid size '3x'" "$SLUICE" copy --request-size 3x "$scratch/src" "$scratch/dst"
 expect_fail 2 "--request-size" "$SLUICE" copy --request-size 1000 "$scratch/src" "$scratch/dst"
 expect_fail 2 "--depth must be between 1 and 1024" "$SLUICE" copy --depth 0 "$scratch/src" "$scratch/dst"

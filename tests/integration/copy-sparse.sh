@@ -145,6 +145,15 @@ same_content "$mixed" "$out_dir/mixed.sparse0"
 assert_map "$out_dir/mixed.sparse0" "$mixed_map"
 assert_eq "bytes_written with --sparse=0" "$(json_field "$out" bytes_written)" "$(data_bytes "$mixed")"
 
+log "options may follow the operands (GNU style), and -- ends them"
+expect_ok "$SLUICE" copy "$mixed" "$out_dir/mixed.late-options" --sparse=0 --stats
+same_content "$mixed" "$out_dir/mixed.late-options"
+assert_map "$out_dir/mixed.late-options" "$mixed_map"  # --sparse=0 took effect
+assert_eq "bytes_written with a trailing --sparse=0" "$(json_field "$out" bytes_written)" "$(data_bytes "$mixed")"
+cp "$mixed" "$out_dir/-dash.img"
+(cd "$out_dir" && expect_ok "$SLUICE" copy -- -dash.img -dash.copy)
+same_content "$mixed" "$out_dir/-dash.copy"
+
 log "--sparse=64k"
 copy_and_check "$mixed" "$out_dir/mixed.sparse64k" --sparse=64k
 assert_map "$out_dir/mixed.sparse64k" "$sparse_64k_map"
