@@ -32,6 +32,16 @@ struct WorkItem {
 
 using ItemChannel = asio::experimental::channel<void(asio::error_code, WorkItem)>;
 
+// By reference where both ends allow it (and, unless asked for always, where the
+// destination says it pays); zero detection then scans a mapping of the source
+// instead of a buffer.
+bool payload_by_reference(const CopyOptions& options, Source& source, Destination& destination) {
+  const bool wanted = options.zero_copy == ZeroCopy::always      ? destination.takes_file_slices()
+                      : options.zero_copy == ZeroCopy::automatic ? destination.file_slices_pay()
+                                                                 : false;
+  return wanted && source.file_slice(0, 0).has_value();
+}
+
 class Copier {
  public:
   // `round_trip`: the farther end's, which options.depth was resolved for (reported in stats).
@@ -51,14 +61,10 @@ class Copier {
     // Finding zeros in data pays only where zeros cost less than data.
     detect_zeros_ = options_.sparse > 0 && !traits_.ordered &&
                     (traits_.zero_is_cheap || known_zero_);
-    // By reference where both ends allow it; zero detection then scans a mapping of
-    // the source instead of a buffer.
-    const bool by_reference = options_.zero_copy == ZeroCopy::always      ? destination_.takes_file_slices()
-                              : options_.zero_copy == ZeroCopy::automatic ? destination_.file_slices_pay()
-                                                                          : false;
-    zero_copy_ = by_reference && source_.file_slice(0, 0).has_value();
+    zero_copy_ = payload_by_reference(options_, source_, destination_);
     stats_.size = source_.size();
     stats_.depth = options_.depth;
+    stats_.request_size = options_.request_size;
     stats_.round_trip_us = static_cast<std::uint64_t>(round_trip.count());
   }
 
@@ -364,6 +370,7 @@ class Copier {
 }  // namespace
 
 awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, CopyOptions options) {
+  options.request_size = request_size_for(options, payload_by_reference(options, source, destination));
   auto settled = settle_sizes(options, source.block_sizes(), destination.traits().block_sizes);
   if (!settled) co_return tl::unexpected(settled.error());
   const std::chrono::microseconds round_trip = std::max(source.round_trip(), destination.traits().round_trip);

@@ -33,6 +33,11 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
   return Status{};
 }
 
+std::size_t request_size_for(const CopyOptions& options, bool by_reference) {
+  if (options.request_size != 0) return options.request_size;
+  return by_reference ? CopyOptions::spliced_request_size : CopyOptions::buffered_request_size;
+}
+
 std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip) {
   if (options.depth != 0) return options.depth;
   const std::size_t request = std::max<std::size_t>(options.request_size, 1);

@@ -31,13 +31,22 @@ struct CopyOptions {
   // is more than default_depth requests, up to latency_in_flight_limit bytes.
   static constexpr double latency_link_bytes_per_second = 1.25e9;  // 10 Gbit/s
   static constexpr std::size_t latency_in_flight_limit = 64u << 20;
-  static constexpr std::size_t default_request_size = 2u << 20;
+  // Bytes per data request, unless set: smaller where this process touches the payload
+  // (reads it into a buffer, scans it, copies or encrypts it), so the default depth's
+  // requests (8 MiB in all) stay in the last-level cache between those passes; 2 MiB
+  // requests (16 MiB in flight) made such copies 15-25% slower on an AMD EPYC host and
+  // no faster on an Intel Xeon one. Where the payload goes by reference (spliced), the
+  // CPU never reads it and per-request costs dominate: 2 MiB (1 MiB was 10-13% slower
+  // there). docs/benchmarks.md has the runs.
+  static constexpr std::size_t buffered_request_size = 1u << 20;
+  static constexpr std::size_t spliced_request_size = 2u << 20;
   static constexpr std::size_t default_sparse = 4096;
 
   // Requests in flight; also the number of buffers, so memory is depth x request_size.
   // 0: automatic (depth_for): default_depth, more when an end is a long round trip away.
   std::size_t depth = 0;
-  std::size_t request_size = default_request_size;
+  // 0: automatic, buffered_request_size or spliced_request_size (request_size_for).
+  std::size_t request_size = 0;
   // Zero-detection granularity for data read from the source; 0 turns it off.
   std::size_t sparse = default_sparse;
   // The destination already reads as zeros (--prezeroed / --destination-is-zero).
@@ -57,6 +66,10 @@ struct CopyOptions {
   // Optional: request() stops the copy, which then fails with a cancellation.
   Cancellation* cancellation = nullptr;
 };
+
+// The request size a copy starts from: options.request_size when set; otherwise
+// spliced_request_size when the payload goes by reference, else buffered_request_size.
+std::size_t request_size_for(const CopyOptions& options, bool by_reference);
 
 // Reconciles the request size, alignment and zero-detection granularity with the
 // block sizes both endpoints impose; fails when they cannot be met together.

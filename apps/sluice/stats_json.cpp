@@ -20,6 +20,7 @@ std::string stats_json(const TransferStats& s) {
       .add("zero_copy_writes", s.zero_copy_writes)
       .add("peak_buffers", s.peak_buffers)
       .add("depth", s.depth)
+      .add("request_size", s.request_size)
       .add("round_trip_us", s.round_trip_us)
       .add("seconds", s.seconds)
       .add("mib_per_second",

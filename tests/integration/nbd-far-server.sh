@@ -15,12 +15,12 @@ random_file "$scratch/random.img" 48M
 nbdkit_tcp mem memory 64M
 near_uri=$uri
 
-# The depth the client must pick for a round trip of $1 microseconds (2 MiB requests):
-# engine/copy_options.cpp's depth_for, restated.
+# The depth the client must pick for a round trip of $1 microseconds with requests of
+# $2 bytes: engine/copy_options.cpp's depth_for, restated.
 expected_depth() {
   "$PYTHON" -c 'import math, sys
-rt = int(sys.argv[1]) * 1e-6
-print(min(max(8, math.ceil(2 * rt * 1.25e9 / (2 << 20))), (64 << 20) // (2 << 20)))' "$1"
+rt, request = int(sys.argv[1]) * 1e-6, int(sys.argv[2])
+print(min(max(8, math.ceil(2 * rt * 1.25e9 / request)), max(8, (64 << 20) // request)))' "$1" "$2"
 }
 
 check_copy() {  # check_copy LABEL URI: the export holds the image
@@ -55,7 +55,8 @@ rt=$(stat_field round_trip_us)
 log "round trip ${rt} us, depth $(stat_field depth), $(stat_field connections) connection(s)"
 ((rt >= 10000)) || fail "the round trip through a 10 ms relay was measured as $rt us"
 ((rt < 2000000)) || fail "the round trip through a 10 ms relay was measured as $rt us"
-assert_eq "depth" "$(stat_field depth)" "$(expected_depth "$rt")"
+assert_eq "request size (buffered WRITEs)" "$(stat_field request_size)" $((1 << 20))
+assert_eq "depth" "$(stat_field depth)" "$(expected_depth "$rt" "$(stat_field request_size)")"
 (($(stat_field depth) > 8)) || fail "the depth did not grow for a 10 ms round trip"
 assert_eq "connections" "$(stat_field connections)" 1
 check_copy far "$near_uri"

@@ -2,8 +2,9 @@
 # TLS for Chunked streams: certificate mismatches are refused with a clear message
 # (untrusted CA, wrong host name), --tls-no-verify lets them through, a server with
 # --tls-ca requires a client certificate; and the record arithmetic end to end:
-# a 2 MiB chunk costs ceil((2 MiB + 12) / 16 KiB) = 129 records and no record carries
-# a header alone, checked against the --stats record count (TLS 1.3 and 1.2).
+# a 2 MiB chunk costs ceil((2 MiB + 12) / 16 KiB) = 129 records, a 1 MiB chunk (the
+# default over TLS) 65, and no record carries a header alone, checked against the
+# --stats record count (TLS 1.3 and 1.2).
 . "$SOURCE_ROOT/tests/integration/stream_lib.sh"
 make_certs certs
 make_image image.img $((16 * 1024 * 1024))
@@ -45,29 +46,35 @@ kill "$SERVE_PID"
 
 # Record arithmetic. A one-sector image costs the handshake's records plus one record
 # for its chunk (512 + 12 bytes) and one for the terminator; 16 MiB of data costs the
-# same handshake plus 8 chunks x 129 records plus the terminator. A header sent in a
-# record of its own would add one record per chunk.
+# same handshake plus, with 2 MiB chunks, 8 x 129 records, with 1 MiB chunks (the
+# default when the payload is encrypted) 16 x 65, plus the terminator. A header sent in
+# a record of its own would add one record per chunk.
 for version in tls13 tls12; do
-  extra=()
-  [ $version = tls12 ] && extra=(--tls12)
-  port=$(free_port)
-  start_serve records.log --listen tls://127.0.0.1:$port --output out.img --size 16M "${SERVER[@]}" || exit 1
-  "$SLUICE" copy --stats "${extra[@]}" --tls-ca certs/ca-cert.pem sector.img tls://localhost:$port >small.json &&
-    "$SLUICE" copy --stats "${extra[@]}" --tls-ca certs/ca-cert.pem image.img tls://localhost:$port >big.json ||
-    fail "$version: copy failed"
-  kill "$SERVE_PID"
-  small=$(json_field small.json tls_records)
-  big=$(json_field big.json tls_records)
-  handshake=$((small - 2))
-  expected=$((handshake + 8 * 129 + 1))
-  if [ "$big" = "$expected" ]; then
-    pass "$version: $big records = $handshake (handshake and close) + 8 x 129 + 1 terminator"
-  else
-    fail "$version: $big records, expected $expected (handshake and close: $handshake)"
-  fi
-  writes=$(json_field big.json socket_writes)
-  # Ciphertext leaves in large writes, not one per 16 KiB record (1033 for 16 MiB):
-  # at least 64 KiB each on average.
-  [ "$writes" -le 256 ] || fail "$version: $writes socket writes for 16 MiB"
+  for chunking in 2M:8:129 default:16:65; do
+    IFS=: read -r request chunks per_chunk <<<"$chunking"
+    extra=()
+    [ $version = tls12 ] && extra+=(--tls12)
+    [ $request = default ] || extra+=(--request-size "$request")
+    port=$(free_port)
+    start_serve records.log --listen tls://127.0.0.1:$port --output out.img --size 16M "${SERVER[@]}" || exit 1
+    "$SLUICE" copy --stats "${extra[@]}" --tls-ca certs/ca-cert.pem sector.img tls://localhost:$port >small.json &&
+      "$SLUICE" copy --stats "${extra[@]}" --tls-ca certs/ca-cert.pem image.img tls://localhost:$port >big.json ||
+      fail "$version, $request chunks: copy failed"
+    kill "$SERVE_PID"
+    cmp -s image.img out.img || fail "$version, $request chunks: the received image differs"
+    small=$(json_field small.json tls_records)
+    big=$(json_field big.json tls_records)
+    handshake=$((small - 2))
+    expected=$((handshake + chunks * per_chunk + 1))
+    if [ "$big" = "$expected" ]; then
+      pass "$version, $request chunks: $big records = $handshake (handshake and close) + $chunks x $per_chunk + 1 terminator"
+    else
+      fail "$version, $request chunks: $big records, expected $expected (handshake and close: $handshake)"
+    fi
+    writes=$(json_field big.json socket_writes)
+    # Ciphertext leaves in large writes, not one per 16 KiB record (1033 for 16 MiB):
+    # at least 64 KiB each on average.
+    [ "$writes" -le 256 ] || fail "$version, $request chunks: $writes socket writes for 16 MiB"
+  done
 done
 finish

@@ -44,7 +44,9 @@ awaitable<Status> send_image(std::shared_ptr<TlsContext> tls, NetAddress target,
   if (!stream) co_return tl::unexpected(stream.error());
   (*stream)->observe_records([records](std::size_t r) { records->push_back(r); });
   ChunkedDestination destination(std::move(*stream), source->size(), "tls");
-  *out = co_await copy(*source, destination, CopyOptions{});
+  CopyOptions options;
+  options.request_size = 2u << 20;  // the records of a full-size (vhd-tool's largest) chunk
+  *out = co_await copy(*source, destination, options);
   co_return Status{};
 }
 

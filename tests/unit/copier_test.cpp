@@ -233,6 +233,7 @@ class SlicingSink final : public CheckingSink {
   bool file_slices_pay() const override { return slices_pay; }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override {
     begin(offset, slice.length);
+    largest_write = std::max<std::uint64_t>(largest_write, slice.length);
     ++slices;
     co_await test::random_delay(rng, 300);
     auto n = ::pread(slice.fd, image.data() + offset, slice.length, static_cast<off_t>(slice.offset));
@@ -319,6 +320,45 @@ TEST_CASE("zero-copy: file slices go by reference, within the depth, only where 
     CHECK(forced.image == bytes);
     CHECK(forced.slices > 0);
     CHECK(stats->zero_copy_writes == forced.slices);
+  }
+  ::close(fd);
+}
+
+TEST_CASE("the automatic request size: smaller where the payload passes through buffers") {
+  const auto bytes = test::patterned(image_size, sample_map);
+  const int fd = memfd_with(bytes);
+  MemorySource source(bytes, sample_map);
+  source.slice_fd = fd;
+  CopyOptions automatic;  // request_size 0: automatic
+
+  SUBCASE("buffered") {
+    CheckingSink sink(image_size);
+    auto stats = test::run(copy(source, sink, automatic));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(stats->request_size == CopyOptions::buffered_request_size);
+    CHECK(sink.largest_write <= CopyOptions::buffered_request_size);
+    CHECK(sink.largest_write > CopyOptions::buffered_request_size / 2);
+  }
+  SUBCASE("by reference") {
+    SlicingSink sink(image_size);
+    sink.traits_.zero_is_cheap = false;
+    auto stats = test::run(copy(source, sink, automatic));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(sink.slices > 0);
+    CHECK(stats->request_size == CopyOptions::spliced_request_size);
+    CHECK(sink.largest_write == CopyOptions::spliced_request_size);
+  }
+  SUBCASE("set by the caller") {
+    CheckingSink sink(image_size);
+    CopyOptions options;
+    options.request_size = 512 * 1024;
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK(stats->request_size == 512 * 1024);
+    CHECK(sink.largest_write == 512 * 1024);
   }
   ::close(fd);
 }

@@ -109,6 +109,7 @@ class CheckingSink : public Destination {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> requests;  // in issue order
   std::size_t in_flight = 0, max_in_flight = 0;
   std::uint64_t completed_bytes = 0, zeroed = 0;
+  std::uint64_t largest_write = 0;  // bytes of the largest data write
   std::size_t corruptions = 0;
   bool flushed = false, finished = false, aborted = false;
   std::mt19937 rng{11};
@@ -118,6 +119,7 @@ class CheckingSink : public Destination {
  protected:
   awaitable<Status> complete_write(std::uint64_t offset, Buffer data, std::vector<std::byte> expected) {
     begin(offset, expected.size());
+    largest_write = std::max<std::uint64_t>(largest_write, expected.size());
     if (write_delay.count() > 0) {
       asio::steady_timer slow(co_await asio::this_coro::executor, write_delay);
       co_await slow.async_wait(use_nothrow);
