@@ -44,9 +44,11 @@ bool payload_by_reference(const CopyOptions& options, Source& source, Destinatio
 
 class Copier {
  public:
-  // `round_trip`: the farther end's, which options.depth was resolved for (reported in stats).
+  // `round_trip`: the farther end's, which options.depth was resolved for (reported in
+  // stats); `by_reference`: payload_by_reference's answer, which options.request_size
+  // was chosen by.
   Copier(executor ex, Source& source, Destination& destination, CopyOptions options,
-         std::chrono::microseconds round_trip)
+         std::chrono::microseconds round_trip, bool by_reference)
       : source_(source),
         destination_(destination),
         traits_(destination.traits()),
@@ -56,12 +58,12 @@ class Copier {
         scan_slots_(ex, options_.depth),
         items_(ex, options_.depth),
         filled_(ex, options_.depth * 2),
-        stages_(ex, [this] { stop(); }) {
+        stages_(ex, [this] { stop(); }),
+        zero_copy_(by_reference) {
     known_zero_ = traits_.known_zero || options_.destination_is_zero;
     // Finding zeros in data pays only where zeros cost less than data.
     detect_zeros_ = options_.sparse > 0 && !traits_.ordered &&
                     (traits_.zero_is_cheap || known_zero_);
-    zero_copy_ = payload_by_reference(options_, source_, destination_);
     stats_.size = source_.size();
     stats_.depth = options_.depth;
     stats_.request_size = options_.request_size;
@@ -370,12 +372,14 @@ class Copier {
 }  // namespace
 
 awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, CopyOptions options) {
-  options.request_size = request_size_for(options, payload_by_reference(options, source, destination));
+  const bool by_reference = payload_by_reference(options, source, destination);
+  options.request_size = request_size_for(options, by_reference);
   auto settled = settle_sizes(options, source.block_sizes(), destination.traits().block_sizes);
   if (!settled) co_return tl::unexpected(settled.error());
   const std::chrono::microseconds round_trip = std::max(source.round_trip(), destination.traits().round_trip);
   options.depth = depth_for(options, round_trip);
-  Copier copier(co_await asio::this_coro::executor, source, destination, std::move(options), round_trip);
+  Copier copier(co_await asio::this_coro::executor, source, destination, std::move(options), round_trip,
+                by_reference);
   co_return co_await copier.run();
 }
 
