@@ -4,6 +4,7 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <string>
 
 #include "engine/buffer_pool.hpp"
 #include "engine/credits.hpp"
@@ -83,6 +84,11 @@ class Copier {
     stages_.spawn(write_stage());
     Status status = co_await stages_.join();
     if (options_.cancellation) options_.cancellation->clear();
+    // Every stage ended cleanly, so every byte must have completed: a shortfall is a
+    // bug that would otherwise be a silent short copy with exit status 0.
+    if (status && done_ < stats_.size)
+      status = fail(std::errc::io_error, "the copy stopped after " + std::to_string(done_) + " of " +
+                                             std::to_string(stats_.size) + " bytes with no error reported");
     if (status) status = co_await finish();
     stats_.seconds = std::chrono::duration<double>(clock::now() - started_).count();
     stats_.peak_buffers = pool_.high_water();
@@ -164,7 +170,12 @@ class Copier {
         continue;
       }
       auto buffer = co_await pool_.acquire();
-      if (!buffer) break;
+      if (!buffer) {
+        // Closed by stop() is a sibling's failure, reported by that sibling; anything
+        // else (memory) is this stage's own and must not pass for the end of the data.
+        if (!stopped_) reads.fail(buffer.error());
+        break;
+      }
       reads.spawn(read_one(std::move(item), std::move(*buffer)));
     }
     Status status = co_await reads.join();

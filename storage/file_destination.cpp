@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,10 +29,19 @@ bool unsupported(int err) { return err == EOPNOTSUPP || err == ENOSYS || err == 
 Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, const std::string& path,
                                                                std::uint64_t size,
                                                                const FileOptions& options) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
-  if (!fd) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
+  auto opened = open_image_file(path, O_WRONLY | O_CREAT, 0644);
+  if (!opened) return tl::unexpected(opened.error());
+  UniqueFd fd = std::move(*opened);
   auto info = inspect_image_file(fd.get(), path);
   if (!info) return tl::unexpected(info.error());
+  // Before the file is emptied below: a destination that cannot take O_DIRECT must
+  // fail with its contents as they were.
+  UniqueFd direct;
+  if (options.direct) {
+    direct = UniqueFd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT));
+    if (!direct)
+      return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
+  }
   if (info->block_device) {
     if (info->size < size)
       return fail(std::errc::no_space_on_device,
@@ -49,12 +57,6 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
     if (::ftruncate(fd.get(), 0) != 0 || ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
       return fail(errno_code(errno), path + ": cannot set the size to " + std::to_string(size) +
                                          " bytes: " + errno_code(errno).message());
-  }
-  UniqueFd direct;
-  if (options.direct) {
-    direct = UniqueFd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_DIRECT));
-    if (!direct)
-      return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
   return std::unique_ptr<FileDestination>(
       new FileDestination(ex, path, std::move(fd), std::move(direct), info->block_device,

@@ -38,14 +38,15 @@ bool punch_works(int fd, std::uint64_t size) {
 Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::string& path,
                                                    const FileImageOptions& options) {
   const int mode = options.read_only ? O_RDONLY : O_RDWR;
-  UniqueFd fd(::open(path.c_str(), mode | O_CLOEXEC));
-  if (!fd) {
-    auto code = errno_code(errno);
-    std::string hint = (!options.read_only && (errno == EACCES || errno == EROFS))
-                           ? " (export it read-only with --read-only)"
-                           : "";
-    return fail(code, path + ": " + code.message() + hint);
+  auto opened = open_image_file(path, mode);
+  if (!opened) {
+    Error error = opened.error();
+    if (!options.read_only && (error.code == std::errc::permission_denied ||
+                               error.code == std::errc::read_only_file_system))
+      error.message += " (export it read-only with --read-only)";
+    return tl::unexpected(std::move(error));
   }
+  UniqueFd fd = std::move(*opened);
   auto info = inspect_image_file(fd.get(), path);
   if (!info) return tl::unexpected(info.error());
   UniqueFd direct;

@@ -16,8 +16,9 @@ constexpr std::uint64_t direct_alignment = 4096;
 
 Result<std::unique_ptr<FileSource>> FileSource::open(executor ex, const std::string& path,
                                                      const FileOptions& options) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
+  auto opened = open_image_file(path, O_RDONLY);
+  if (!opened) return tl::unexpected(opened.error());
+  UniqueFd fd = std::move(*opened);
   auto info = inspect_image_file(fd.get(), path);
   if (!info) return tl::unexpected(info.error());
   UniqueFd direct;

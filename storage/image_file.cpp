@@ -1,5 +1,6 @@
 #include "storage/image_file.hpp"
 
+#include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -29,6 +30,35 @@ Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
     return info;
   }
   return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
+}
+
+namespace {
+bool is_image_kind(mode_t mode) { return S_ISREG(mode) || S_ISBLK(mode); }
+
+tl::unexpected<Error> not_an_image(const std::string& path) {
+  return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
+}
+}  // namespace
+
+Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode) {
+  // O_NONBLOCK for the open only: a FIFO's open returns at once (or fails with ENXIO
+  // when written with no reader) instead of waiting for a peer that may never come.
+  UniqueFd fd(::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, mode));
+  if (!fd) {
+    const int err = errno;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !is_image_kind(st.st_mode) && !S_ISDIR(st.st_mode))
+      return not_an_image(path);
+    return fail(errno_code(err), path + ": " + errno_code(err).message());
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
+  if (!is_image_kind(st.st_mode) && !S_ISDIR(st.st_mode)) return not_an_image(path);
+  // Left set, it would make io_uring answer EAGAIN where it should wait for the disk.
+  const int status_flags = ::fcntl(fd.get(), F_GETFL);
+  if (status_flags < 0 || ::fcntl(fd.get(), F_SETFL, status_flags & ~O_NONBLOCK) != 0)
+    return fail(errno_code(errno), path + ": " + errno_code(errno).message());
+  return fd;
 }
 
 }  // namespace sluice

@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <string>
 
+#include <sys/types.h>
+
 #include "engine/error.hpp"
+#include "engine/unique_fd.hpp"
 
 namespace sluice {
 
@@ -18,5 +21,10 @@ struct ImageFile {
 
 // Fails clearly for anything that is neither a regular file nor a block device.
 Result<ImageFile> inspect_image_file(int fd, const std::string& path);
+
+// open(2) for an image path that never blocks: opening a FIFO waits for its other end,
+// so a FIFO (or anything else neither a file nor a device) is refused by name instead.
+// The error's message is "PATH: cause"; its code is the errno, for callers' hints.
+Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode = 0);
 
 }  // namespace sluice

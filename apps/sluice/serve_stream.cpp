@@ -34,12 +34,13 @@ Result<std::uint64_t> image_size(const ServeOptions& options) {
   }
   if (options.output == null_output)
     return fail(std::errc::invalid_argument, "--output null: keeps nothing and so has no size: give --size BYTES");
-  UniqueFd fd(::open(options.output.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    int err = errno;
-    return fail(errno_code(err), options.output + ": " + errno_code(err).message() +
-                                     (err == ENOENT ? " (give --size to create it)" : ""));
+  auto opened = open_image_file(options.output, O_RDONLY);
+  if (!opened) {
+    Error error = opened.error();
+    if (error.code == std::errc::no_such_file_or_directory) error.message += " (give --size to create it)";
+    return tl::unexpected(std::move(error));
   }
+  UniqueFd fd = std::move(*opened);
   auto info = inspect_image_file(fd.get(), options.output);
   if (!info) return tl::unexpected(info.error());
   if (info->size == 0)

@@ -27,6 +27,29 @@ expect_fail 1 "/dev/zero: not a regular file or block device" "$SLUICE" copy /de
 one_clear_line
 [[ ! -e $scratch/dst ]] || fail "a copy from a bad source created its destination"
 
+log "a FIFO as the source, the destination, and for info: refused at once, no hang"
+mkfifo "$scratch/fifo"
+expect_fail 1 "$scratch/fifo: not a regular file or block device" timeout 20 "$SLUICE" copy "$scratch/fifo" "$scratch/dst"
+one_clear_line
+expect_fail 1 "$scratch/fifo: not a regular file or block device" timeout 20 "$SLUICE" copy "$scratch/src" "$scratch/fifo"
+one_clear_line
+expect_fail 1 "$scratch/fifo: not a regular file or block device" timeout 20 "$SLUICE" info "$scratch/fifo"
+one_clear_line
+[[ ! -e $scratch/dst ]] || fail "a copy from a FIFO created its destination"
+
+log "a file name with a colon is a file, not a URI"
+cp "$scratch/src" "$scratch/vm:disk.img"
+(cd "$scratch" && expect_ok "$SLUICE" copy "vm:disk.img" "copy:of.img")
+same_content "$scratch/src" "$scratch/copy:of.img"
+rm -f "$scratch/vm:disk.img" "$scratch/copy:of.img"
+expect_fail 1 "unsupported source 'nbdx://host/e'" "$SLUICE" copy nbdx://host/e null:
+expect_fail 1 "null: takes nothing after the colon" "$SLUICE" copy "$scratch/src" null:foo
+
+log "progress of a copy that failed never says 100%"
+expect_fail 1 "No such file or directory" "$SLUICE" copy --progress=json "$scratch/no-such-file" null:
+last=$(grep '"final":true' <<<"$err")
+assert_eq "percent of a copy that could not start" "$(json_field "$last" percent)" 0
+
 log "unreadable source, unwritable destination"
 chmod 600 "$scratch/src"
 if [[ $(id -u) -eq 0 ]]; then
@@ -87,6 +110,11 @@ expect_fail 2 "--request-size" "$SLUICE" copy --request-size 1000 "$scratch/src"
 expect_fail 2 "--depth must be between 1 and 1024" "$SLUICE" copy --depth 0 "$scratch/src" "$scratch/dst"
 expect_fail 2 "--depth" "$SLUICE" copy --depth -3 "$scratch/src" "$scratch/dst"
 expect_fail 2 "--sparse" "$SLUICE" copy --sparse=100 "$scratch/src" "$scratch/dst"
+expect_fail 2 "--sparse must be 0 (off) or a multiple of 512" "$SLUICE" copy --sparse=513 "$scratch/src" "$scratch/dst"
+expect_fail 2 "--depth: '1k' is not a whole number" "$SLUICE" copy --depth 1k "$scratch/src" "$scratch/dst"
+expect_fail 2 "--depth: '2.0' is not a whole number" "$SLUICE" copy --depth 2.0 "$scratch/src" "$scratch/dst"
+expect_fail 2 "SOURCE and DESTINATION must not be empty" "$SLUICE" copy "$scratch/src" ""
+expect_fail 2 "SOURCE must not be empty" "$SLUICE" info ""
 expect_fail 2 "unknown or incomplete option '--depth'" "$SLUICE" copy --depth
 expect_fail 2 "unknown command 'copi'" "$SLUICE" copi "$scratch/src" "$scratch/dst"
 [[ ! -e $scratch/dst ]] || fail "a usage error created the destination"
@@ -173,16 +201,45 @@ for signal in INT TERM; do
 done
 rm -f "$scratch/slow" "$scratch/slow.copy"
 
-# --- a destination on a full filesystem (last: it needs root) -------------------------
+log "transfer buffers that cannot be allocated: an error, not a short copy"
+# 64 requests of 32 MiB cannot fit under a 120 MB address-space limit. Sanitizer
+# builds reserve terabytes of shadow memory and cannot run under any such limit: skip
+# the case when a small copy cannot run under it either.
+random_file "$scratch/big" 200M
+if (ulimit -v 120000 && "$SLUICE" copy "$scratch/src" null:) 2>/dev/null; then
+  rm -f "$scratch/dst"
+  expect_fail 1 "cannot allocate a transfer buffer" bash -c 'ulimit -v 120000 && exec "$@"' - \
+    timeout 60 "$SLUICE" copy --no-zero-copy --depth 64 --request-size 32M --sparse=0 "$scratch/big" "$scratch/dst"
+  one_clear_line
+  head -c 640M /dev/zero >"$scratch/zeros"
+  expect_fail 1 "cannot allocate a transfer buffer" bash -c 'ulimit -v 120000 && exec "$@"' - \
+    timeout 60 "$SLUICE" copy --no-zero-copy --depth 8 --request-size 32M --sparse=0 "$scratch/zeros" null:
+  one_clear_line
+  rm -f "$scratch/zeros" "$scratch/dst"
+else
+  log "skipped: this build cannot run under an address-space limit (a sanitizer build?)"
+fi
+
+# --- root only: a filesystem without O_DIRECT, a full filesystem ----------------------
+
+log "--direct onto a filesystem without O_DIRECT fails before touching the destination"
+requires mount umount
+[[ $(id -u) -eq 0 ]] || skip "mounting ramfs and a small tmpfs needs root (every other case above passed)"
+mkdir "$scratch/ramfs"
+mount -t ramfs sluice-test-ramfs "$scratch/ramfs" ||
+  skip "cannot mount a ramfs here (in a container without CAP_SYS_ADMIN?)"
+on_exit "umount -l '$scratch/ramfs'"
+random_file "$scratch/ramfs/dst" 1M
+cp "$scratch/ramfs/dst" "$scratch/dst.before"
+expect_fail 1 "cannot open with O_DIRECT" "$SLUICE" copy --direct "$scratch/src" "$scratch/ramfs/dst"
+one_clear_line
+same_content "$scratch/dst.before" "$scratch/ramfs/dst"
 
 log "a destination on a full filesystem"
-requires mount umount
-[[ $(id -u) -eq 0 ]] || skip "mounting a small tmpfs to fill needs root (every other case above passed)"
 mkdir "$scratch/full"
 mount -t tmpfs -o size=8M sluice-test-full "$scratch/full" ||
   skip "cannot mount a tmpfs here (in a container without CAP_SYS_ADMIN?)"
 on_exit "umount -l '$scratch/full'"
-random_file "$scratch/big" 64M
 expect_fail 1 "No space left on device" "$SLUICE" copy "$scratch/big" "$scratch/full/dst"
 one_clear_line
 [[ $err =~ at\ offset\ [0-9]+ ]] || fail "the error does not name an offset: $err"
