@@ -1,5 +1,7 @@
 #include "apps/libsluice/endpoints.hpp"
 
+#include <cctype>
+
 #include "apps/libsluice/nbd_endpoints.hpp"
 #include "apps/libsluice/stream_endpoints.hpp"
 #include "engine/uri.hpp"
@@ -16,10 +18,22 @@ tl::unexpected<Error> unsupported(std::string_view uri, std::string_view role) {
               "unsupported " + std::string(role) + " '" + std::string(uri) + "'");
 }
 
+// "vm:disk.img" is a file name, as cp and nbdcopy read it: text before a colon is a
+// scheme only in the URI form "scheme://...", or for the two schemes that have no
+// authority part, "null:" and "file:".
+bool names_uri(std::string_view text) {
+  if (!has_scheme(text)) return false;
+  const auto colon = text.find(':');
+  if (text.substr(colon + 1).starts_with("//")) return true;
+  std::string scheme(text.substr(0, colon));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return scheme == "null" || scheme == "file";
+}
+
 }  // namespace
 
 std::string local_path(std::string_view text) {
-  if (!has_scheme(text)) return std::string(text);
+  if (!names_uri(text)) return std::string(text);
   auto uri = parse_uri(text);
   if (uri && uri->scheme == "file") return uri->path;
   return {};
@@ -50,7 +64,12 @@ awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_vie
   }
   auto uri = parse_uri(text);
   if (!uri) co_return tl::unexpected(uri.error());
-  if (uri->scheme == "null") co_return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
+  if (uri->scheme == "null") {
+    if (text.size() != 5)
+      co_return fail(std::errc::invalid_argument,
+                     "'" + std::string(text) + "': null: takes nothing after the colon");
+    co_return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
+  }
   if (is_nbd_uri(*uri, options)) co_return co_await open_nbd_destination(*uri, size, options);
   if (is_stream_destination(*uri)) co_return co_await open_stream_destination(*uri, size, options);
   co_return unsupported(text, "destination");

@@ -12,6 +12,7 @@
 #include "apps/libsluice/sluice.hpp"
 #include "apps/sluice/endpoint_flags.hpp"
 #include "apps/sluice/option_scan.hpp"
+#include "apps/sluice/option_values.hpp"
 #include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/stats_json.hpp"
 #include "apps/sluice/usage_error.hpp"
@@ -73,12 +74,6 @@ enum Option {
   opt_help,
 };
 
-std::uint64_t size_argument(const char* name, const char* text) {
-  auto value = parse_size(text);
-  if (!value) throw UsageError(std::string("--") + name + ": " + value.error().message);
-  return *value;
-}
-
 struct CopyRequest {
   std::string source;
   std::string destination;
@@ -113,7 +108,7 @@ CopyRequest parse(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, short_options, options.data(), nullptr)) != -1) {
     switch (c) {
       case opt_depth: {
-        auto depth = size_argument("depth", optarg);
+        auto depth = count_argument("depth", optarg);
         if (depth == 0 || depth > 1024) throw UsageError("--depth must be between 1 and 1024");
         request.copy.depth = static_cast<std::size_t>(depth);
         break;
@@ -127,8 +122,9 @@ CopyRequest parse(int argc, char** argv) {
       }
       case opt_sparse: {
         auto size = size_argument("sparse", optarg);
-        if (size != 0 && (size < 512 || size > (32u << 20)))
-          throw UsageError("--sparse must be 0 (off) or between 512 and 32M");
+        // Whole sectors: zero runs become requests that every destination can address.
+        if (size != 0 && (size < 512 || size > (32u << 20) || size % 512 != 0))
+          throw UsageError("--sparse must be 0 (off) or a multiple of 512 from 512 to 32M");
         request.copy.sparse = static_cast<std::size_t>(size);
         break;
       }
@@ -161,6 +157,8 @@ CopyRequest parse(int argc, char** argv) {
                      argv[optind + 2] + "'");
   request.source = argv[optind];
   request.destination = argv[optind + 1];
+  if (request.source.empty() || request.destination.empty())
+    throw UsageError("SOURCE and DESTINATION must not be empty");
   return request;
 }
 

@@ -39,9 +39,35 @@ constexpr std::size_t extent_size = 2u << 20;
 // A sparse image: about one 2 MiB extent in eight holds random data, one in forty
 // holds allocated zeros (written, so only zero detection can skip it); the rest,
 // including the end, are holes.
-Status generate_image(const std::string& path, std::uint64_t size) {
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (!fd || ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+// pwrite until done: a short write is retried, so a full disk is reported by its errno
+// (ENOSPC) rather than as a count.
+bool write_all(int fd, const void* bytes, std::size_t length, off_t offset) {
+  const auto* p = static_cast<const std::byte*>(bytes);
+  while (length > 0) {
+    ssize_t n = ::pwrite(fd, p, length, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = ENOSPC;
+      return false;
+    }
+    p += n;
+    length -= static_cast<std::size_t>(n);
+    offset += n;
+  }
+  return true;
+}
+
+// O_EXCL: the demo never overwrites a file it did not make. `created` says whether
+// there is now a file of the demo's to remove.
+Status generate_image(const std::string& path, std::uint64_t size, bool& created) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd) {
+    const auto code = errno_code(errno);
+    return fail(code, path + ": " + code.message() +
+                          (code == std::errc::file_exists ? "; the demo does not overwrite files" : ""));
+  }
+  created = true;
+  if (::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
     return fail(errno_code(errno), path + ": " + errno_code(errno).message());
   std::vector<std::uint64_t> words(extent_size / 8);
   std::vector<std::byte> zeros(extent_size);
@@ -60,7 +86,7 @@ Status generate_image(const std::string& path, std::uint64_t size) {
     } else {
       continue;
     }
-    if (::pwrite(fd.get(), bytes, length, static_cast<off_t>(i * extent_size)) != static_cast<ssize_t>(length))
+    if (!write_all(fd.get(), bytes, length, static_cast<off_t>(i * extent_size)))
       return fail(errno_code(errno), path + ": cannot write the demo image: " + errno_code(errno).message());
   }
   return Status{};
@@ -124,6 +150,9 @@ int demo_command(int argc, char** argv) {
       throw UsageError("unknown demo option '" + std::string(arg) + "'");
     }
   }
+  // Only what the demo made is removed afterwards: its two images, and the directory
+  // if the demo created it. Existing images in a given --dir are refused, not replaced.
+  bool made_dir = false;
   if (dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     std::string pattern = std::string(tmp ? tmp : "/var/tmp") + "/sluice-demo.XXXXXX";
@@ -132,19 +161,34 @@ int demo_command(int argc, char** argv) {
       return exit_transfer_error;
     }
     dir = pattern;
+    made_dir = true;
+  } else if (::mkdir(dir.c_str(), 0755) == 0) {
+    made_dir = true;
+  } else if (errno != EEXIST) {
+    std::fprintf(stderr, "sluice: %s: %s\n", dir.c_str(), std::strerror(errno));
+    return exit_transfer_error;
   }
   const std::string source = dir + "/source.img";
   const std::string copy = dir + "/copy.img";
+  bool made_source = false;
   auto cleanup = [&] {
     if (keep) return;
     std::error_code ignored;
-    std::filesystem::remove(source, ignored);
-    std::filesystem::remove(copy, ignored);
-    std::filesystem::remove(dir, ignored);
+    if (made_source) {
+      std::filesystem::remove(source, ignored);
+      std::filesystem::remove(copy, ignored);
+    }
+    if (made_dir) std::filesystem::remove(dir, ignored);
   };
+  struct stat existing {};
+  if (::lstat(copy.c_str(), &existing) == 0) {
+    std::fprintf(stderr, "sluice: %s already exists; the demo does not overwrite files\n", copy.c_str());
+    cleanup();
+    return exit_transfer_error;
+  }
 
   std::printf("Generating a %s sparse image in %s ...\n", format_size(size).c_str(), dir.c_str());
-  if (Status made = generate_image(source, size); !made) {
+  if (Status made = generate_image(source, size, made_source); !made) {
     std::fprintf(stderr, "sluice: %s\n", made.error().message.c_str());
     cleanup();
     return exit_transfer_error;

@@ -2,8 +2,8 @@
 
 #include <string>
 
+#include "apps/sluice/option_values.hpp"
 #include "apps/sluice/usage_error.hpp"
-#include "engine/size_parse.hpp"
 
 namespace sluice::cli {
 
@@ -25,12 +25,6 @@ enum Flag {
   flag_threads,
   flag_timeout,
 };
-
-std::uint64_t count_argument(const char* name, const char* text) {
-  auto value = parse_size(text);
-  if (!value) throw UsageError(std::string("--") + name + ": " + value.error().message);
-  return *value;
-}
 
 }  // namespace
 

@@ -90,6 +90,7 @@ int info_command(int argc, char** argv) {
     throw UsageError(std::string("info takes one SOURCE; unexpected argument '") + argv[optind + 1] + "'");
   if (argc - optind < 1) throw UsageError("info needs a SOURCE");
   const std::string uri = argv[optind];
+  if (uri.empty()) throw UsageError("SOURCE must not be empty");
 
   asio::io_context context(1);
   std::optional<Result<ImageInfo>> result;

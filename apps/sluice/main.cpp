@@ -52,8 +52,9 @@ int main(int argc, char** argv) {
     if (command == "serve") return serve_command(argc - 1, argv + 1);
     throw UsageError("unknown command '" + std::string(command) + "'");
   } catch (const UsageError& e) {
+    const bool has_own_help = command == "copy" || command == "info" || command == "serve" || command == "demo";
     std::fprintf(stderr, "sluice: %s\nTry 'sluice %s--help'.\n", e.what(),
-                 command == "copy" || command == "info" || command == "serve" ? (std::string(command) + " ").c_str() : "");
+                 has_own_help ? (std::string(command) + " ").c_str() : "");
     return exit_usage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sluice: internal error: %s\n", e.what());

@@ -1,5 +1,6 @@
 #include "apps/sluice/progress_reporter.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "apps/sluice/json_writer.hpp"
@@ -30,6 +31,15 @@ int percent_done(const ProgressUpdate& u) {
   return percent > 99 ? 99 : percent;  // 100 only when everything is done
 }
 
+namespace {
+// A failed transfer never shows 100%, not even when its last write landed and the
+// flush failed, nor 100% of an unknown total when it failed before it started.
+int percent_failed(const ProgressUpdate& u) {
+  if (u.total == 0) return 0;
+  return std::min(percent_done(u), 99);
+}
+}  // namespace
+
 ProgressReporter::ProgressReporter(ProgressStyle style, std::FILE* out)
     : style_(style), out_(out ? out : (style == ProgressStyle::xapi ? stdout : stderr)) {}
 
@@ -50,12 +60,12 @@ void ProgressReporter::update(const ProgressUpdate& u) {
     case ProgressStyle::bar:
       if (now - last_draw_ < bar_interval) return;
       last_draw_ = now;
-      draw_bar(u, false);
+      draw_bar(u, percent_done(u), false);
       return;
     case ProgressStyle::json:
       if (now - last_draw_ < json_interval) return;
       last_draw_ = now;
-      print_json(u, false);
+      print_json(u, percent_done(u), false);
       return;
   }
 }
@@ -70,16 +80,15 @@ void ProgressReporter::finish(const ProgressUpdate& u, bool success) {
       }
       return;
     case ProgressStyle::bar:
-      draw_bar(u, true);
+      draw_bar(u, success ? percent_done(u) : percent_failed(u), true);
       std::fputc('\n', out_);
       return;
-    case ProgressStyle::json: print_json(u, true); return;
+    case ProgressStyle::json: print_json(u, success ? percent_done(u) : percent_failed(u), true); return;
   }
 }
 
-void ProgressReporter::draw_bar(const ProgressUpdate& u, bool final) {
+void ProgressReporter::draw_bar(const ProgressUpdate& u, int percent, bool final) {
   constexpr int width = 30;
-  int percent = percent_done(u);
   int filled = percent * width / 100;
   std::string bar(static_cast<std::size_t>(filled), '#');
   bar.append(static_cast<std::size_t>(width - filled), ' ');
@@ -89,11 +98,11 @@ void ProgressReporter::draw_bar(const ProgressUpdate& u, bool final) {
   std::fflush(out_);
 }
 
-void ProgressReporter::print_json(const ProgressUpdate& u, bool final) {
+void ProgressReporter::print_json(const ProgressUpdate& u, int percent, bool final) {
   JsonObject line;
   line.add("done", u.done)
       .add("total", u.total)
-      .add("percent", static_cast<std::uint64_t>(percent_done(u)))
+      .add("percent", static_cast<std::uint64_t>(percent))
       .add("seconds", u.seconds)
       .add("mib_per_second", mib_per_second(u))
       .add("final", final);

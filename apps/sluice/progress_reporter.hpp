@@ -28,8 +28,8 @@ class ProgressReporter {
   void finish(const ProgressUpdate& update, bool success);
 
  private:
-  void draw_bar(const ProgressUpdate& update, bool final);
-  void print_json(const ProgressUpdate& update, bool final);
+  void draw_bar(const ProgressUpdate& update, int percent, bool final);
+  void print_json(const ProgressUpdate& update, int percent, bool final);
 
   ProgressStyle style_;
   std::FILE* out_;

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "apps/sluice/option_scan.hpp"
+#include "apps/sluice/option_values.hpp"
 #include "apps/sluice/serve_service.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/loop_threads.hpp"
 #include "engine/net/address.hpp"
 #include "engine/net/server_loop.hpp"
-#include "engine/size_parse.hpp"
 
 namespace sluice::cli {
 
@@ -71,12 +71,6 @@ enum Option {
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
 
-std::uint64_t number_argument(const char* name, const char* text) {
-  auto value = parse_size(text);
-  if (!value) throw UsageError(std::string("--") + name + ": " + value.error().message);
-  return *value;
-}
-
 ServeOptions parse(int argc, char** argv) {
   static const struct option options[] = {
       {"listen", required_argument, nullptr, opt_listen},
@@ -118,7 +112,7 @@ ServeOptions parse(int argc, char** argv) {
         break;
       case opt_http: o.http = true; break;
       case opt_output: o.output = optarg; break;
-      case opt_size: o.size = number_argument("size", optarg); break;
+      case opt_size: o.size = size_argument("size", optarg); break;
       case opt_once: o.once = true; break;
       case opt_direct: o.direct = true; break;
       case opt_no_zero_copy: o.zero_copy = false; break;
@@ -142,19 +136,19 @@ ServeOptions parse(int argc, char** argv) {
         if (o.tls_mode != "require" && o.tls_mode != "off") throw UsageError("--tls must be require or off");
         break;
       case opt_max_connections: {
-        auto n = number_argument("max-connections", optarg);
+        auto n = count_argument("max-connections", optarg);
         if (n == 0 || n > 4096) throw UsageError("--max-connections must be between 1 and 4096");
         o.max_connections = static_cast<std::size_t>(n);
         break;
       }
       case opt_threads: {
-        auto n = number_argument("threads", optarg);
+        auto n = count_argument("threads", optarg);
         if (n == 0 || n > 64) throw UsageError("--threads must be between 1 and 64");
         o.threads = static_cast<std::size_t>(n);
         break;
       }
       case opt_handshake_timeout: {
-        auto n = number_argument("handshake-timeout", optarg);
+        auto n = count_argument("handshake-timeout", optarg);
         if (n == 0) throw UsageError("--handshake-timeout must be at least 1 second");
         o.handshake_timeout = std::chrono::seconds(n);
         break;
