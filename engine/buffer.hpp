@@ -42,7 +42,10 @@ class Buffer {
   // A buffer of its own, not from a pool (replies, scratch space, tests).
   static Buffer allocate(std::size_t size, std::size_t headroom = 0, std::size_t alignment = 4096);
 
-  std::span<std::byte> data() const { return {block_->memory + begin_, end_ - begin_}; }
+  std::span<std::byte> data() const {
+    if (block_ == nullptr) return {};  // a default-constructed (or moved-from) buffer
+    return {block_->memory + begin_, end_ - begin_};
+  }
   std::size_t size() const { return end_ - begin_; }
   bool empty() const { return block_ == nullptr || end_ == begin_; }
   explicit operator bool() const { return block_ != nullptr; }

@@ -141,6 +141,9 @@ awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t
   std::error_code ec = ret < 0 ? errno_code(-ret) : std::error_code{};
   if (!ec) {
     *done = true;
+  } else if (block_device_ && ec == std::errc::invalid_argument) {
+    // A block device says EINVAL for a range not aligned to its logical blocks (and
+    // EOPNOTSUPP for a mode it lacks): this request falls back, later ones may not.
   } else if (unsupported(ec)) {
     *supported = false;
   } else {

@@ -56,6 +56,17 @@ expect("FAST_ZERO on TRIM", lambda: h.trim(512, 0, flags=nbd.CMD_FLAG_FAST_ZERO)
 h.pwrite(b"w" * 4096, 8192)
 assert h.pread(4096, 8192) == b"w" * 4096
 print("ok: the connection still works after every refusal")
+# Zero-length requests: unspecified by the protocol, so any answer but a dead server
+# will do (a zero-length WRITE once crashed it); they change nothing.
+for what, fn in (("WRITE", lambda: h.pwrite(b"", 4096)), ("WRITE FUA", lambda: h.pwrite(b"", 4096, flags=nbd.CMD_FLAG_FUA)),
+                 ("READ", lambda: h.pread(0, 4096)), ("WRITE_ZEROES", lambda: h.zero(0, 8192)),
+                 ("TRIM", lambda: h.trim(0, 8192)), ("CACHE", lambda: h.cache(0, 8192))):
+    try:
+        fn()
+    except nbd.Error as e:
+        print("zero-length %s refused: %s" % (what, e))
+assert h.pread(4096, 8192) == b"w" * 4096, "a zero-length request changed the data"
+print("ok: zero-length requests leave the server and the data as they were")
 ' || die "range, size and flag checks"
 
 # Unknown commands, FLUSH with a range, and the transmission after them: raw client.
@@ -206,5 +217,28 @@ h.flush()
   stop_server
 else
   echo "note: not root or no tmpfs mount: full-disk case skipped"
+fi
+
+# A block device with 4 KiB sectors refuses unaligned fallocate ranges with EINVAL:
+# that request falls back to writing zeros, and fast zeroing still works afterwards
+# (one unaligned request once turned it off for good: FAST_ZERO then failed ENOTSUP).
+truncate -s 64M "$WORK/sectors.img"
+if [ "$(id -u)" -eq 0 ] && command -v losetup >/dev/null &&
+  device=$(losetup -b 4096 --find --show "$WORK/sectors.img" 2>/dev/null); then
+  trap 'cleanup; losetup -d "$device" 2>/dev/null || true' EXIT
+  start_server "unix://$SOCK" --threads 1 --export disk="$device"
+  nbdsh -u "$U" -c '
+h.set_strict_mode(0)
+assert h.can_fast_zero()
+h.pwrite(b"x" * (2 << 20), 0)
+h.zero(512, 512)
+assert h.pread(1536, 0) == b"x" * 512 + bytes(512) + b"x" * 512, "unaligned WRITE_ZEROES"
+h.zero(1 << 20, 1 << 20, flags=nbd.CMD_FLAG_FAST_ZERO)
+assert h.pread(1 << 20, 1 << 20) == bytes(1 << 20), "FAST_ZERO after an unaligned zero"
+print("ok: unaligned WRITE_ZEROES on a 4K-sector device, then FAST_ZERO")
+' || die "zeroing a 4K-sector block device"
+  stop_server
+else
+  echo "note: not root or no loop device: 4K-sector block device case skipped"
 fi
 echo "all passed"

@@ -227,7 +227,7 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
       if (!buffer) co_return tl::unexpected(buffer.error());
       request->buffer = std::move(*buffer);
     }
-    if (carries_payload && !payload_taken) {
+    if (carries_payload && !payload_taken && header.length > 0) {
       // A refused WRITE's payload is still on the wire: read past it to stay in step.
       // (Not a conditional expression: g++ 12 destroys a co_await's result twice there.)
       Status got;
@@ -282,7 +282,10 @@ awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
       case Command::read: sent = co_await serve_read(*request); break;
       case Command::block_status: sent = co_await serve_block_status(*request); break;
       case Command::write:
-        if (request->pipe) {
+        if (h.length == 0) {
+          // Unspecified by the protocol, and harmless: nothing to write.
+          done = Status{};
+        } else if (request->pipe) {
           done = co_await image_.write_from_pipe(h.offset, h.length, request->pipe.get()->read_end(), fua);
           request->pipe.release(bool(done));
         } else {
@@ -419,7 +422,9 @@ awaitable<Status> Transmission::send_runs_piped(const RequestHeader& h, const st
                                       static_cast<std::uint32_t>(run.length));
       sent = co_await stream_.send(Frame{{}, chunk});
     } else {
-      sent = co_await send_data_piped(h, run.from, run.length, last);
+      bool ended = false;
+      sent = co_await send_data_piped(h, run.from, run.length, last, ended);
+      if (sent && ended) co_return Status{};  // an error chunk carried DONE: nothing may follow
     }
     if (!sent) co_return sent;
   }
@@ -440,15 +445,16 @@ bool Transmission::reads_by_pipe(const RequestHeader& h) const {
 
 // Sends [from, from + length) of the request as OFFSET_DATA chunks of at most a
 // pipeful each. A read error before a chunk's header went out becomes an error chunk
-// (the reply ends there, as the spec allows after earlier chunks).
+// (the reply ends there, as the spec allows after earlier chunks) and sets `ended`.
 awaitable<Status> Transmission::send_data_piped(const RequestHeader& h, std::uint64_t from, std::uint64_t length,
-                                                bool last_run) {
+                                                bool last_run, bool& ended) {
   while (length > 0) {
     auto pipe = co_await pipes_.acquire();
     if (!pipe) co_return tl::unexpected(pipe.error());
     const auto piece = static_cast<std::uint32_t>(std::min<std::uint64_t>(length, (*pipe)->capacity()));
     if (Status got = co_await image_.read_into_pipe(h.offset + from, piece, (*pipe)->write_end()); !got) {
       pipes_.release(*pipe, false);
+      ended = true;
       co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
     }
     const bool done = last_run && piece == length;
