@@ -55,6 +55,13 @@ log "  (and the control: the same server refuses a 4 KiB request from libnbd's n
 if PATH=/usr/bin:$PATH nbdsh -u "$aligned_uri" -c 'h.set_strict_mode(0)' -c 'h.pread(4096, 4096)' >/dev/null 2>&1; then
   fail "blocksize-policy accepted an unaligned request: the alignment check proves nothing"
 fi
+log "  a source that is not a whole number of 64 KiB blocks is refused before any write"
+head -c $((1024 * 1024 + 4096)) /dev/urandom >"$scratch/ragged.img"
+nbdkit_unix ragged --filter=blocksize-policy memory 4M blocksize-minimum=64K \
+  blocksize-preferred=64K blocksize-maximum=32M blocksize-error-policy=error
+expect_failure "takes whole blocks of 65536 bytes" copy "$scratch/ragged.img" "$uri"
+read_export "$uri" "$scratch/ragged.back"
+cmp -s "$scratch/ragged.back" <(head -c 4M /dev/zero) || fail "the refused copy wrote to the export"
 
 log "extentlist: HOLE, ZERO and HOLE|ZERO all count as empty"
 printf '%s\n' "0 1M" "1M 1M zero" "2M 1M hole" "3M 1M hole,zero" >"$scratch/extents.txt"

@@ -17,6 +17,14 @@ ExportClient::Check NbdDestination::accepts(std::uint64_t size) {
       return fail(std::errc::no_space_on_device,
                   "the export '" + facts.name + "' holds " + std::to_string(facts.size) +
                       " bytes, fewer than the source's " + std::to_string(size) + "; nothing was written");
+    // The last request would end mid-block, which the server has said it refuses:
+    // fail now rather than after everything before it was written.
+    const std::uint32_t minimum = facts.block_sizes.minimum;
+    if (minimum > 1 && size % minimum != 0)
+      return fail(std::errc::invalid_argument,
+                  "the export '" + facts.name + "' takes whole blocks of " + std::to_string(minimum) +
+                      " bytes, and the source's " + std::to_string(size) +
+                      " bytes are not a whole number of them; nothing was written");
     return Status{};
   };
 }
