@@ -60,6 +60,27 @@ expect_failure "no reply from " copy --timeout 2 "$scratch/random.img" "$uri"
 (( SECONDS - start < 30 )) || fail "--timeout 2 took $((SECONDS - start)) s"
 [[ $err == *"NBD WRITE of "*" at offset "* ]] || fail "the timeout does not name the request: $err"
 
+log "--timeout: a slow link that keeps moving is not a dead server"
+# One 2 MiB request at 400 KB/s takes about 5 s to cross, over a --timeout of 2 s:
+# every piece that moves counts as progress, both ways.
+head -c 2M /dev/urandom >"$scratch/slow.img"
+nbdkit_unix slowdst memory 2M
+slowdst_sock=$scratch/slowdst.sock
+slow_link() { # slow_link NAME SERVER_SOCKET: a relay for one connection; sets $slow_uri
+  rm -f "$scratch/$1.ready"
+  "$PYTHON" "$(dirname "$0")/slow_link.py" "$scratch/$1.sock" "$2" 400000 "$scratch/$1.ready" &
+  on_exit "kill $! 2>/dev/null"
+  wait_for_file "$scratch/$1.ready" || fail "the slow link did not start"
+  slow_uri="nbd+unix:///?socket=$scratch/$1.sock"
+}
+slow_link slowup "$slowdst_sock"
+expect_copy --timeout 2 --connections 1 --depth 1 --request-size 2M "$scratch/slow.img" "$slow_uri"
+read_export "$uri" "$scratch/slow.back"
+same_content "$scratch/slow.img" "$scratch/slow.back"
+slow_link slowdown "$slowdst_sock"
+expect_copy --timeout 2 --connections 1 --depth 1 --request-size 2M "$slow_uri" "$scratch/slow.back2"
+same_content "$scratch/slow.img" "$scratch/slow.back2"
+
 log "--timeout: a server that accepts and never speaks"
 silent_port=$(free_port)
 "$PYTHON" -c '

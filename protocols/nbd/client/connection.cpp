@@ -211,6 +211,12 @@ awaitable<Status> Connection::watch() {
   while (!stopping_) {
     auto wait = std::chrono::duration_cast<clock::duration>(timeout_);
     if (!pending_.empty()) {
+      // Bytes still leaving are life too: a write larger than the link moves in one
+      // --timeout is sent a piece at a time.
+      if (const std::uint64_t sent = stream_->stats().bytes_sent; sent != bytes_sent_seen_) {
+        bytes_sent_seen_ = sent;
+        last_progress_ = clock::now();
+      }
       const auto idle = clock::now() - last_progress_;
       if (idle >= timeout_) {
         fail(Error{std::make_error_code(std::errc::timed_out),

@@ -155,6 +155,7 @@ class Connection {
   bool disconnecting_ = false;
   bool stopping_ = false;
   clock::time_point last_progress_;
+  std::uint64_t bytes_sent_seen_ = 0;  // the stream's count at the watchdog's last look
   asio::steady_timer watchdog_;
   TaskGroup tasks_;
 };

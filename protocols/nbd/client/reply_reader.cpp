@@ -14,9 +14,6 @@ namespace sluice::nbd {
 
 namespace {
 
-// Large payloads are read in pieces so that the watchdog sees progress on a slow link.
-constexpr std::size_t progress_piece = 1u << 20;
-
 std::string hex_cookie(std::uint64_t cookie) {
   char text[24];
   std::snprintf(text, sizeof text, "0x%llx", static_cast<unsigned long long>(cookie));
@@ -47,11 +44,19 @@ awaitable<Status> Connection::read_exactly(std::span<std::byte> into) {
   co_return s;
 }
 
+// Whatever arrives is a sign of life for the watchdog: a payload that takes longer
+// than --timeout on a slow link still arrives, a little at a time.
 awaitable<Status> Connection::read_data(std::span<std::byte> into) {
+  const std::size_t wanted = into.size();
   while (!into.empty()) {
-    const std::size_t n = std::min(into.size(), progress_piece);
-    if (Status s = co_await read_exactly(into.first(n)); !s) co_return s;
-    into = into.subspan(n);
+    auto got = co_await stream_->read_some(into);
+    if (!got) co_return tl::unexpected(got.error());
+    if (*got == 0)
+      co_return sluice::fail(std::errc::connection_reset, peer_ + " closed the connection (" +
+                                                      std::to_string(wanted - into.size()) + " of " +
+                                                      std::to_string(wanted) + " bytes read)");
+    last_progress_ = clock::now();
+    into = into.subspan(*got);
   }
   co_return Status{};
 }
