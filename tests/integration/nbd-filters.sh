@@ -63,6 +63,26 @@ expect_failure "takes whole blocks of 65536 bytes" copy "$scratch/ragged.img" "$
 read_export "$uri" "$scratch/ragged.back"
 cmp -s "$scratch/ragged.back" <(head -c 4M /dev/zero) || fail "the refused copy wrote to the export"
 
+log "a server that refuses long WRITE_ZEROES (EINVAL past 4 MiB, no advertised limit)"
+# nbdkit's eval plugin over a file of random bytes: only zeroing proves the zero ranges.
+if nbdkit eval --version >/dev/null 2>&1; then
+  random_file "$scratch/picky.backing" 32M
+  sparse_image "$scratch/picky.src" 32M 1M 1M 20M 1M
+  backing=$scratch/picky.backing
+  nbdkit_unix picky --filter=log eval logfile="$scratch/picky.log" \
+    get_size="echo $((32 << 20))" \
+    pread="dd if='$backing' skip=\$4 count=\$3 iflag=skip_bytes,count_bytes status=none" \
+    pwrite="dd of='$backing' seek=\$4 conv=notrunc oflag=seek_bytes status=none" \
+    can_zero='exit 0' flush='exit 0' \
+    zero="if [ \$3 -gt 4194304 ]; then echo 'EINVAL no more than 4 MiB at once' >&2; exit 1; fi
+          fallocate -z -o \$4 -l \$3 '$backing'"
+  expect_copy "$scratch/picky.src" "$uri"
+  same_content "$scratch/picky.src" "$backing"
+  grep -q 'Zero id=.* error=EINVAL' "$scratch/picky.log" || fail "the server refused no WRITE_ZEROES: the case proves nothing"
+else
+  log "  skipped: nbdkit has no eval plugin"
+fi
+
 log "extentlist: HOLE, ZERO and HOLE|ZERO all count as empty"
 printf '%s\n' "0 1M" "1M 1M zero" "2M 1M hole" "3M 1M hole,zero" >"$scratch/extents.txt"
 nbdkit_unix listed --filter=extentlist memory 4M extentlist="$scratch/extents.txt"

@@ -74,16 +74,26 @@ awaitable<Status> NbdDestination::write_file(std::uint64_t offset, FileSlice sli
 awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
   if (!facts().can_write_zeroes()) co_return co_await write_zeros(offset, length);
   const std::uint16_t flags = mode == ZeroMode::allocate ? command_flag::no_hole : 0;
-  const std::uint64_t minimum = facts().block_sizes.minimum;
-  const std::uint64_t piece_limit = max_zero_length - max_zero_length % minimum;
   while (length > 0) {
-    const auto piece = static_cast<std::uint32_t>(std::min(length, piece_limit));
-    if (Status s = co_await client_->write_zeroes(offset, piece, flags); !s) co_return s;
+    const BlockSizes& sizes = facts().block_sizes;
+    const auto piece = static_cast<std::uint32_t>(std::min(length, zero_limit_));
+    Status s = co_await client_->write_zeroes(offset, piece, flags);
+    if (!s && piece > sizes.preferred &&
+        (s.error().code == std::errc::invalid_argument || s.error().code == std::errc::value_too_large)) {
+      // Perhaps only too long: not every server takes what needs no payload in one
+      // piece, and some say so without advertising a limit. Below the preferred size
+      // the error is the server's last word.
+      const std::uint64_t half = std::min<std::uint64_t>(zero_limit_, piece) / 2;
+      zero_limit_ = std::max<std::uint64_t>(half - half % sizes.minimum, sizes.minimum);
+      continue;  // the same range again, in shorter pieces
+    }
+    if (!s) co_return s;
     offset += piece;
     length -= piece;
   }
   co_return Status{};
 }
+
 
 // Without WRITE_ZEROES the only way to zero is to write zeros: one shared zero block,
 // several WRITEs in flight.

@@ -60,6 +60,9 @@ class NbdDestination final : public Destination {
 
   std::unique_ptr<ExportClient> client_;
   Buffer zeros_;  // shared by every explicit zero WRITE; never written to
+  // Longest WRITE_ZEROES to send now: halved each time the server refuses a long one
+  // as too long (EINVAL or EOVERFLOW, as the spec allows past its maximum payload).
+  std::uint64_t zero_limit_ = max_zero_length;
 };
 
 }  // namespace sluice::nbd
