@@ -18,9 +18,11 @@ ExportClient::Check NbdDestination::accepts(std::uint64_t size) {
                   "the export '" + facts.name + "' holds " + std::to_string(facts.size) +
                       " bytes, fewer than the source's " + std::to_string(size) + "; nothing was written");
     // The last request would end mid-block, which the server has said it refuses:
-    // fail now rather than after everything before it was written.
+    // fail now rather than after everything before it was written. Ending at the
+    // export's own end is the exception: an export whose size is not a whole number
+    // of its blocks can only be written to the end that way, so its server takes it.
     const std::uint32_t minimum = facts.block_sizes.minimum;
-    if (minimum > 1 && size % minimum != 0)
+    if (minimum > 1 && size % minimum != 0 && size != facts.size)
       return fail(std::errc::invalid_argument,
                   "the export '" + facts.name + "' takes whole blocks of " + std::to_string(minimum) +
                       " bytes, and the source's " + std::to_string(size) +
