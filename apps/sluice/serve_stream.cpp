@@ -74,12 +74,12 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
   }
   auto size = image_size(*options);
   if (!size) {
-    stream->abort();
+    stream->reset();
     co_return failed(size.error());
   }
   auto output = open_output(ex, *options, *size);
   if (!output) {
-    stream->abort();
+    stream->reset();
     co_return failed(output.error());
   }
 
@@ -100,7 +100,9 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     result = co_await receive_chunked(reader, **output, receive);
   if (reporter) reporter->finish(ProgressUpdate{result ? *size : 0, *size, result ? result->seconds : 0}, bool(result));
   if (!result) {
-    stream->abort();
+    // A reset, not a close: the sender, which gets no reply in these protocols, must
+    // not take the end of the connection for the receiver's success.
+    stream->reset();
     co_return failed(result.error());
   }
   co_await stream->close();

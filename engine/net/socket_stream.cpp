@@ -10,6 +10,7 @@
 #include <asio/read.hpp>
 #include <vector>
 
+#include "engine/net/hard_close.hpp"
 #include "engine/net/tcp_info.hpp"
 #include "engine/uring/file_ring.hpp"
 
@@ -171,6 +172,18 @@ awaitable<Status> SocketStream::close() {
   socket_.shutdown(asio::socket_base::shutdown_send, ec);
   socket_.close(ec);
   co_return Status{};
+}
+
+void SocketStream::reset() {
+  cork_.release();
+  asio::error_code ignored;
+  hard_close(socket_.release(ignored));
+}
+
+void SocketStream::stop_receiving() {
+  asio::error_code ignored;
+  socket_.shutdown(asio::socket_base::shutdown_receive, ignored);
+  socket_.cancel(ignored);
 }
 
 void SocketStream::abort() {

@@ -23,6 +23,8 @@ class SocketStream final : public Stream {
   awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) override;
   awaitable<Status> close() override;
   void abort() override;
+  void reset() override;
+  void stop_receiving() override;
   StreamStats stats() const override;
   bool is_tls() const override { return false; }
   bool splices() const override { return true; }

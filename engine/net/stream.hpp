@@ -79,6 +79,14 @@ class Stream {
   virtual awaitable<Status> close() = 0;
   // Fails every pending operation promptly and closes the socket.
   virtual void abort() = 0;
+  // Ends the connection as a failure its peer can tell from close(): a one-way
+  // receiver has no other way to say it did not take the stream. Call it with no
+  // operation pending.
+  virtual void reset() { abort(); }
+  // Wakes pending reads (they see the end of the stream) without a word to the peer,
+  // which abort() sends (a FIN, that a one-way sender would read as success); for a
+  // receiver that gives up and will reset() the connection next.
+  virtual void stop_receiving() { abort(); }
 
   virtual StreamStats stats() const = 0;
   virtual bool is_tls() const = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/net/hard_close.hpp"
 #include "engine/net/tcp_info.hpp"
 
 namespace sluice {
@@ -276,6 +277,18 @@ awaitable<Status> TlsStream::close() {
   socket_.shutdown(asio::socket_base::shutdown_send, ec);
   socket_.close(ec);
   co_return status;
+}
+
+void TlsStream::reset() {
+  // No close_notify: the peer must not mistake this for the end of a complete stream.
+  asio::error_code ignored;
+  hard_close(socket_.release(ignored));
+}
+
+void TlsStream::stop_receiving() {
+  asio::error_code ignored;
+  socket_.shutdown(asio::socket_base::shutdown_receive, ignored);
+  socket_.cancel(ignored);
 }
 
 void TlsStream::abort() {

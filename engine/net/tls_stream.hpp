@@ -33,6 +33,8 @@ class TlsStream final : public Stream {
   awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) override;
   awaitable<Status> close() override;
   void abort() override;
+  void reset() override;
+  void stop_receiving() override;
   StreamStats stats() const override;
   bool is_tls() const override { return true; }
   std::string peer() const override { return peer_; }

@@ -20,7 +20,7 @@ ReceiveWriter::ReceiveWriter(executor ex, Destination& destination, const Receiv
                 pool_.close();
                 pipes_.close();
                 destination_.abort();
-                reader_.stream().abort();
+                reader_.stream().stop_receiving();  // serve resets the connection next
               }),
       started_(std::chrono::steady_clock::now()) {
   // Headers are then read exactly, so every payload byte is still in the socket.
