@@ -47,7 +47,8 @@ void serve_usage() {
       "  --export NAME=PATH    an export (repeatable); only configured names are served\n"
       "  --read-only           refuse writes\n"
       "  --tls=require|off     STARTTLS policy (require when credentials are given)\n"
-      "  --max-connections N   refuse connections beyond N (default 16)\n"
+      "  --max-connections N   refuse connections beyond N (default 16; chunked and raw\n"
+      "                        into a file: 1, one sender at a time)\n"
       "  --threads N           event-loop threads serving connections, each connection\n"
       "                        on one of them (default: one per CPU, at most 8)\n"
       "  --handshake-timeout S drop clients stalled in the handshake (default 30)\n"
@@ -100,6 +101,7 @@ ServeOptions parse(int argc, char** argv) {
       {nullptr, 0, nullptr, 0},
   };
   ServeOptions o;
+  bool max_connections_given = false;
   begin_option_scan();
   int c;
   while ((c = getopt_long(argc, argv, short_options, options, nullptr)) != -1) {
@@ -139,6 +141,7 @@ ServeOptions parse(int argc, char** argv) {
         auto n = count_argument("max-connections", optarg);
         if (n == 0 || n > 4096) throw UsageError("--max-connections must be between 1 and 4096");
         o.max_connections = static_cast<std::size_t>(n);
+        max_connections_given = true;
         break;
       }
       case opt_threads: {
@@ -181,6 +184,13 @@ ServeOptions parse(int argc, char** argv) {
     // One image written by one connection at a time: more loops would only wait.
     if (o.threads > 1) throw UsageError("--threads is for --protocol nbd");
     o.threads = 1;
+    // Two senders at once would interleave two images in one file: the second is
+    // refused while the first is served.
+    if (o.output != "null:") {
+      if (max_connections_given && o.max_connections > 1)
+        throw UsageError("--max-connections: one sender at a time writes --output (chunked and raw)");
+      o.max_connections = 1;
+    }
   }
   if (o.threads == 0) o.threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   if (!o.tls.certificate.empty() && o.tls.private_key.empty()) o.tls.private_key = o.tls.certificate;

@@ -58,6 +58,22 @@ if "$SLUICE" copy good.img tcp://127.0.0.1:$port 2>copy.log && wait_errors serve
 else
   fail "the good transfer after failed ones: $(cat copy.log)"
 fi
+# One sender at a time writes the output: a second, while a first is connected, is
+# refused and fails, instead of interleaving its image with the first one's.
+$PY -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); time.sleep(4)' "$port" &
+holder=$!
+sleep 0.5
+make_image other.img $SIZE
+cp out.img out.before
+if "$SLUICE" copy other.img tcp://127.0.0.1:$port 2>second.log; then
+  fail "a second sender was served while a first was connected"
+elif grep -q "refused a connection" serve.log && cmp -s out.before out.img; then
+  pass "a second concurrent sender is refused and the output untouched: $(head -1 second.log)"
+else
+  fail "the second sender: $(cat second.log); server: $(tail -2 serve.log)"
+fi
+wait "$holder"
 kill "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 
