@@ -122,6 +122,13 @@ Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& optio
   // Check the output up front, so a misconfigured server fails at start, not on the
   // first connection.
   if (auto size = image_size(options); !size) return tl::unexpected(size.error());
+  if (options.output != null_output) {
+    // Writable, and a file or a device (created if missing, as the first transfer
+    // would create it): not a directory or a read-only file found by every sender.
+    auto writable = open_image_file(options.output, O_WRONLY | O_CREAT, 0644);
+    if (!writable) return tl::unexpected(writable.error());
+    if (auto kind = inspect_image_file(writable->get(), options.output); !kind) return tl::unexpected(kind.error());
+  }
   auto shared = std::make_shared<const ServeOptions>(options);
   ServeService service;
   service.handler = [ex, shared](std::unique_ptr<Stream> stream) {

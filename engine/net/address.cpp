@@ -88,8 +88,16 @@ Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog) 
     return fail(ec, std::string("cannot listen on ") + address.describe() + " (" + step + "): " + ec.message());
   };
   if (address.kind == NetAddress::Kind::unix_socket) {
+    // A socket file is replaced, as a stale one from a server that is gone must be
+    // (telling a live one apart would mean connecting to it, which a --once server
+    // would take for its transfer); anything else at the path is left alone.
     struct stat st {};
-    if (::lstat(address.path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode)) ::unlink(address.path.c_str());
+    if (::lstat(address.path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode))
+        return fail(std::errc::file_exists,
+                    "cannot listen on " + address.describe() + ": the path exists and is not a socket");
+      ::unlink(address.path.c_str());
+    }
     asio::generic::stream_protocol::endpoint endpoint(asio::local::stream_protocol::endpoint(address.path));
     acceptor.open(endpoint.protocol(), ec);
     if (ec) return failed("socket");

@@ -93,4 +93,17 @@ rc=$?
 rc=$?
 [ $rc -eq 2 ] && pass "null: with --direct is a usage error" || fail "null: with --direct: exit $rc, $(cat err.log)"
 
+# A file output that no transfer could use fails at start, --size or not (it was found
+# only by each sender in turn); a socket path held by a regular file is left alone.
+mkdir a-dir
+timeout 10 "$SLUICE" serve --listen tcp://127.0.0.1:$(free_port) --output a-dir --size 1M 2>err.log
+rc=$?
+[ $rc -eq 1 ] && grep -q 'a-dir: Is a directory' err.log && pass "a directory as --output fails at start: $(cat err.log)" ||
+  fail "a directory as --output with --size: exit $rc, $(cat err.log)"
+echo keep >not-a-socket
+timeout 10 "$SLUICE" serve --listen "unix://$WORK/not-a-socket" --output null: --size 1M 2>err.log
+rc=$?
+[ $rc -eq 1 ] && grep -q 'the path exists and is not a socket' err.log && [ "$(cat not-a-socket)" = keep ] &&
+  pass "a regular file at the socket path: refused and kept" || fail "a regular file at the socket path: exit $rc, $(cat err.log)"
+
 finish
