@@ -180,6 +180,12 @@ void SocketStream::reset() {
   hard_close(socket_.release(ignored));
 }
 
+void SocketStream::finish_sending() {
+  cork_.release();
+  asio::error_code ignored;
+  socket_.shutdown(asio::socket_base::shutdown_send, ignored);
+}
+
 void SocketStream::stop_receiving() {
   asio::error_code ignored;
   socket_.shutdown(asio::socket_base::shutdown_receive, ignored);

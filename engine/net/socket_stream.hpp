@@ -25,6 +25,7 @@ class SocketStream final : public Stream {
   void abort() override;
   void reset() override;
   void stop_receiving() override;
+  void finish_sending() override;
   StreamStats stats() const override;
   bool is_tls() const override { return false; }
   bool splices() const override { return true; }

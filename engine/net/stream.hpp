@@ -83,6 +83,10 @@ class Stream {
   // receiver has no other way to say it did not take the stream. Call it with no
   // operation pending.
   virtual void reset() { abort(); }
+  // Says this end will send nothing more, where that costs the peer nothing: a FIN on
+  // a plain socket, after the last frame. Not over TLS, whose close_notify is data a
+  // receiver that never reads it again would reset the connection over.
+  virtual void finish_sending() {}
   // Wakes pending reads (they see the end of the stream) without a word to the peer,
   // which abort() sends (a FIN, that a one-way sender would read as success); for a
   // receiver that gives up and will reset() the connection next.

@@ -29,6 +29,9 @@ awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds 
 }
 
 awaitable<OneWayEnd> end_one_way_stream(Stream& stream, Status sent) {
+  // A raw receiver learns the stream's end from the FIN (a short image is then an
+  // error at once, not after the wait below); a Chunked one ignores it.
+  if (sent) stream.finish_sending();
   if (sent) sent = co_await wait_for_peer_close(stream, default_peer_close_wait);
   if (sent) co_await stream.close();
   OneWayEnd end{stream.stats(), sent};

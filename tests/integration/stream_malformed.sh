@@ -99,6 +99,22 @@ if [ $status -eq 1 ] && grep -q "the raw stream ended after 100000 of $SIZE byte
 else
   fail "raw short stream: exit $status, $(cat raw.log)"
 fi
+# The same from sluice copy: its FIN after the last byte tells the receiver at once,
+# whose reset then fails the sender (it waited 30 s, then exited 0).
+head -c 100000 good.img >short.img
+port=$(free_port)
+start_serve raw2.log --listen tcp://127.0.0.1:$port --protocol raw --output out.img --size $SIZE --once || exit 1
+started=$SECONDS
+copy_status=0
+timeout 60 "$SLUICE" copy --protocol raw short.img tcp://127.0.0.1:$port 2>short.log || copy_status=$?
+wait "$SERVE_PID"
+status=$?
+if [ $copy_status -eq 1 ] && [ $status -eq 1 ] && [ $((SECONDS - started)) -lt 10 ] &&
+    grep -q "the raw stream ended after 100000 of $SIZE bytes" raw2.log; then
+  pass "raw: a short image from sluice copy fails both ends at once: $(cat short.log)"
+else
+  fail "raw short image from sluice copy: copy exit $copy_status, serve exit $status, $((SECONDS - started)) s, $(cat short.log) / $(cat raw2.log)"
+fi
 
 # --- HTTP: refusals -------------------------------------------------------------------
 port=$(free_port)
