@@ -42,6 +42,8 @@ void serve_usage() {
       "                        payloads through memory instead of spliced between the\n"
       "                        socket and the export)\n"
       "  --progress[=bar|json|xapi]\n"
+      "  --idle-timeout S      drop a sender that sends nothing for S seconds (default\n"
+      "                        300; 0: wait forever)\n"
       "\n"
       "NBD:\n"
       "  --export NAME=PATH    an export (repeatable); only configured names are served\n"
@@ -68,7 +70,8 @@ void serve_usage() {
 
 enum Option {
   opt_listen = 256, opt_protocol, opt_http, opt_output, opt_size, opt_once, opt_direct, opt_no_zero_copy, opt_progress,
-  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_threads, opt_handshake_timeout, opt_tls_cert, opt_tls_key,
+  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_threads, opt_handshake_timeout, opt_idle_timeout,
+  opt_tls_cert, opt_tls_key,
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
 
@@ -89,6 +92,7 @@ ServeOptions parse(int argc, char** argv) {
       {"max-connections", required_argument, nullptr, opt_max_connections},
       {"threads", required_argument, nullptr, opt_threads},
       {"handshake-timeout", required_argument, nullptr, opt_handshake_timeout},
+      {"idle-timeout", required_argument, nullptr, opt_idle_timeout},
       {"tls-cert", required_argument, nullptr, opt_tls_cert},
       {"tls-key", required_argument, nullptr, opt_tls_key},
       {"tls-ca", required_argument, nullptr, opt_tls_ca},
@@ -150,6 +154,7 @@ ServeOptions parse(int argc, char** argv) {
         o.threads = static_cast<std::size_t>(n);
         break;
       }
+      case opt_idle_timeout: o.idle_timeout = std::chrono::seconds(count_argument("idle-timeout", optarg)); break;
       case opt_handshake_timeout: {
         auto n = count_argument("handshake-timeout", optarg);
         if (n == 0) throw UsageError("--handshake-timeout must be at least 1 second");

@@ -37,6 +37,8 @@ struct ServeOptions {
   // NBD: event-loop threads serving connections (0: one per CPU, at most 8).
   std::size_t threads = 0;
   std::chrono::seconds handshake_timeout{30};
+  // Chunked and raw: a sender that sends nothing for this long is dropped (0: never).
+  std::chrono::seconds idle_timeout{300};
 
   StreamOptions stream;
   std::optional<ProgressStyle> progress;

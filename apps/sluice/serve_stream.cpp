@@ -17,6 +17,7 @@
 #include "protocols/http/import_server.hpp"
 #include "protocols/raw/raw_receiver.hpp"
 #include "storage/file_destination.hpp"
+#include "protocols/common/idle_watch.hpp"
 #include "storage/image_file.hpp"
 #include "storage/null_destination.hpp"
 
@@ -65,11 +66,17 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     return fail(e.code, peer + ": " + e.message);
   };
   StreamReader reader(*stream);
+  IdleWatch idle(ex, reader, options->idle_timeout);
+  auto idle_error = [&] {
+    return Error{std::make_error_code(std::errc::timed_out),
+                 "the sender sent nothing for " + std::to_string(options->idle_timeout.count()) +
+                     " seconds (--idle-timeout); dropped"};
+  };
   if (options->http) {
     auto request = co_await answer_http_import(reader);
     if (!request) {
       co_await stream->close();
-      co_return failed(request.error());
+      co_return failed(idle.expired() ? idle_error() : request.error());
     }
   }
   auto size = image_size(*options);
@@ -103,7 +110,7 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     // A reset, not a close: the sender, which gets no reply in these protocols, must
     // not take the end of the connection for the receiver's success.
     stream->reset();
-    co_return failed(result.error());
+    co_return failed(idle.expired() ? idle_error() : result.error());
   }
   co_await stream->close();
   const std::string cipher = stream->stats().tls_cipher;

@@ -77,6 +77,24 @@ wait "$holder"
 kill "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 
+# --- a sender that sends nothing is dropped (--idle-timeout), and the next is served --
+port=$(free_port)
+start_serve idle.log --listen tcp://127.0.0.1:$port --protocol chunked --output out.img --idle-timeout 2 || exit 1
+$PY -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); time.sleep(30)' "$port" &
+idler=$!
+started=$SECONDS
+wait_errors idle.log 1
+if grep -q "sent nothing for 2 seconds (--idle-timeout); dropped" idle.log && [ $((SECONDS - started)) -lt 15 ] &&
+    "$SLUICE" copy good.img tcp://127.0.0.1:$port 2>copy.log && cmp -s good.img out.img; then
+  pass "an idle sender is dropped after --idle-timeout and the next one served: $(grep idle-timeout idle.log)"
+else
+  fail "idle sender: $(cat idle.log) / $(cat copy.log)"
+fi
+kill "$idler" 2>/dev/null
+kill "$SERVE_PID"
+wait "$SERVE_PID" 2>/dev/null
+
 # --- --once: a bad stream is the exit status -------------------------------------
 port=$(free_port)
 start_serve once.log --listen tcp://127.0.0.1:$port --protocol chunked --output out.img --once || exit 1
