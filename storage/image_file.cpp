@@ -9,6 +9,14 @@
 
 namespace sluice {
 
+namespace {
+bool is_image_kind(mode_t mode) { return S_ISREG(mode) || S_ISBLK(mode); }
+
+tl::unexpected<Error> not_an_image(const std::string& path) {
+  return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
+}
+}  // namespace
+
 Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
@@ -29,16 +37,8 @@ Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
     info.block_device = true;
     return info;
   }
-  return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
+  return not_an_image(path);
 }
-
-namespace {
-bool is_image_kind(mode_t mode) { return S_ISREG(mode) || S_ISBLK(mode); }
-
-tl::unexpected<Error> not_an_image(const std::string& path) {
-  return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
-}
-}  // namespace
 
 Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode) {
   // O_NONBLOCK for the open only: a FIFO's open returns at once (or fails with ENXIO
@@ -51,9 +51,7 @@ Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode
       return not_an_image(path);
     return fail(errno_code(err), path + ": " + errno_code(err).message());
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
-  if (!is_image_kind(st.st_mode) && !S_ISDIR(st.st_mode)) return not_an_image(path);
+  // What was opened is judged by inspect_image_file, which every caller runs next.
   // Left set, it would make io_uring answer EAGAIN where it should wait for the disk.
   const int status_flags = ::fcntl(fd.get(), F_GETFL);
   if (status_flags < 0 || ::fcntl(fd.get(), F_SETFL, status_flags & ~O_NONBLOCK) != 0)

@@ -22,9 +22,11 @@ struct ImageFile {
 // Fails clearly for anything that is neither a regular file nor a block device.
 Result<ImageFile> inspect_image_file(int fd, const std::string& path);
 
-// open(2) for an image path that never blocks: opening a FIFO waits for its other end,
-// so a FIFO (or anything else neither a file nor a device) is refused by name instead.
-// The error's message is "PATH: cause"; its code is the errno, for callers' hints.
+// open(2) for an image path that never blocks: opening a FIFO waits for its other end.
+// What it opened is not judged here: pass the descriptor to inspect_image_file, which
+// refuses a FIFO (or anything else neither a file nor a device) by name. A failed open
+// of such a path is refused the same way. The error's message is "PATH: cause"; its
+// code is the errno, for callers' hints.
 Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode = 0);
 
 }  // namespace sluice
