@@ -160,8 +160,12 @@ awaitable<Status> TlsStream::run_handshake(const std::string& hostname) {
 
 Error TlsStream::tls_error(const std::string& what, int ret) {
   std::string message = what + " failed";
+  // The verification result is recorded even when verification is off
+  // (--tls-no-verify), and stays set after the handshake: blame the certificate only
+  // where it was checked and the handshake is what failed.
   long verify = SSL_get_verify_result(ssl_);
-  if (verify != X509_V_OK && context_->role() == TlsRole::client) {
+  const bool verified = (SSL_get_verify_mode(ssl_) & SSL_VERIFY_PEER) != 0;
+  if (verify != X509_V_OK && verified && !SSL_is_init_finished(ssl_) && context_->role() == TlsRole::client) {
     message += ": certificate verification failed: ";
     message += X509_verify_cert_error_string(verify);
   }

@@ -22,6 +22,12 @@ awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds 
       status = fail(std::errc::connection_reset,
                     stream.peer() + " reset the connection after the last byte instead of closing it: the receiver " +
                         "did not take the transfer whole (its log says why)");
+    // A TLS alert: under TLS 1.3 the client's handshake is over before the server has
+    // judged the client's certificate, so a receiver that refuses it says so only now,
+    // after every byte was sent into a session it never accepted.
+    if (!n && n.error().code == std::errc::protocol_error)
+      status = fail(std::errc::protocol_error,
+                    "the receiver refused the TLS session, so it took none of the data: " + n.error().message);
     if (!n || *n == 0) break;
   }
   deadline.cancel();

@@ -16,9 +16,11 @@ namespace sluice {
 constexpr std::chrono::seconds default_peer_close_wait{30};
 
 // Reads and discards until the peer closes, fails, or `limit` passes. Fails only when
-// the peer reset the connection: a receiver resets when it gives up with bytes still
-// unread (a refused chunk), which is the one refusal a one-way sender can still see
-// after its last byte left. A clean close, a timeout or any other error is not one.
+// the peer refused the transfer, the two refusals a one-way sender can still see after
+// its last byte left: a reset (a receiver resets when it gives up with bytes still
+// unread, a refused chunk) and a TLS alert (a TLS 1.3 server refusing the client's
+// certificate after the client's handshake was done). A clean close, a close without
+// close_notify, a timeout or any other error is not one.
 awaitable<Status> wait_for_peer_close(Stream& stream, std::chrono::milliseconds limit);
 
 struct OneWayEnd {
