@@ -7,9 +7,6 @@ namespace sluice {
 
 namespace {
 
-constexpr std::string_view crlf = "\r\n";
-constexpr std::string_view end_of_head = "\r\n\r\n";
-
 tl::unexpected<Error> malformed(std::string_view what, const std::string& why) {
   return fail(std::errc::protocol_error, "malformed " + std::string(what) + ": " + why);
 }
@@ -50,42 +47,57 @@ std::string quote_for_message(std::string_view text, std::size_t max) {
 
 Result<std::size_t> HttpHeadReader::feed(std::string_view bytes) {
   if (complete_) return 0;
-  const std::size_t before = head_.size();
-  // The terminator may straddle the previous feed (one-byte feeds are legal).
-  const std::size_t search_from = before >= 3 ? before - 3 : 0;
-  const std::size_t take = std::min(bytes.size(), max_http_head_size - before);
-  head_.append(bytes.substr(0, take));
-  if (auto end = head_.find(end_of_head, search_from); end != std::string::npos) {
-    head_.resize(end + end_of_head.size());
-    complete_ = true;
-    return head_.size() - before;
+  // Empty lines before the start line are ignored (RFC 9112 2.2: a client may end a
+  // previous body with an extra CRLF). They count towards the size limit.
+  std::size_t skipped = 0;
+  while (head_.empty() && skipped < bytes.size() && (bytes[skipped] == '\r' || bytes[skipped] == '\n') &&
+         leading_ < max_http_head_size) {
+    ++skipped;
+    ++leading_;
   }
-  if (head_.size() >= max_http_head_size)
+  bytes.remove_prefix(skipped);
+  const std::size_t before = head_.size();
+  const std::size_t take = std::min(bytes.size(), max_http_head_size - std::min(max_http_head_size, before + leading_));
+  head_.append(bytes.substr(0, take));
+  // The head ends at an empty line: LF LF or LF CR LF, which may straddle the
+  // previous feed (one-byte feeds are legal).
+  for (std::size_t lf = head_.find('\n', before >= 2 ? before - 2 : 0); lf != std::string::npos;
+       lf = head_.find('\n', lf + 1)) {
+    if (lf >= 1 && (head_[lf - 1] == '\n' || (lf >= 2 && head_[lf - 1] == '\r' && head_[lf - 2] == '\n'))) {
+      head_.resize(lf + 1);
+      complete_ = true;
+      return skipped + head_.size() - before;
+    }
+  }
+  if (head_.size() + leading_ >= max_http_head_size)
     return fail(std::errc::message_size, "the " + what_ + " has headers over " +
                                              std::to_string(max_http_head_size / 1024) + " KiB without ending");
-  return take;
+  return skipped + take;
 }
 
 Result<HttpHeadLines> split_http_head(std::string_view head, std::string_view what) {
-  if (head.size() < end_of_head.size() || head.substr(head.size() - end_of_head.size()) != end_of_head)
-    return malformed(what, "the head does not end with an empty line");
-  // Every line, the start line included, keeps its CRLF; the final bare CRLF goes.
-  std::string_view rest = head.substr(0, head.size() - crlf.size());
   HttpHeadLines lines;
   bool first = true;
-  while (!rest.empty()) {
-    const std::size_t eol = rest.find(crlf);  // present: each line was CRLF-terminated
-    const std::string_view line = rest.substr(0, eol);
-    rest.remove_prefix(eol + crlf.size());
-    if (line.find_first_of("\r\n") != std::string_view::npos)
-      return malformed(what, "bare CR or LF in line '" + quote_for_message(line) + "'");
+  for (std::string_view rest = head;;) {
+    const std::size_t eol = rest.find('\n');
+    if (eol == std::string_view::npos) return malformed(what, "the head does not end with an empty line");
+    std::string_view line = rest.substr(0, eol);
+    rest.remove_prefix(eol + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find('\r') != std::string_view::npos)
+      return malformed(what, "bare CR in line '" + quote_for_message(line) + "'");
     if (first) {
+      if (line.empty()) return malformed(what, "empty start line");
       lines.start_line = line;
       first = false;
       continue;
     }
-    if (line.empty() || line.front() == ' ' || line.front() == '\t')
-      return malformed(what, "folded or empty header line '" + quote_for_message(line) + "'");
+    if (line.empty()) {
+      if (!rest.empty()) return malformed(what, "bytes after the empty line that ends the head");
+      return lines;
+    }
+    if (line.front() == ' ' || line.front() == '\t')
+      return malformed(what, "folded header line '" + quote_for_message(line) + "'");
     const std::size_t colon = line.find(':');
     if (colon == std::string_view::npos)
       return malformed(what, "header line '" + quote_for_message(line) + "' has no colon");
@@ -97,7 +109,6 @@ Result<HttpHeadLines> split_http_head(std::string_view head, std::string_view wh
       return malformed(what, "control character in header '" + quote_for_message(line) + "'");
     lines.headers.add(std::string(name), std::string(value));
   }
-  return lines;
 }
 
 }  // namespace sluice

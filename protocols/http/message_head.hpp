@@ -26,13 +26,15 @@ class HttpHeadReader {
   // many of `bytes` it took (all of them until the head is complete, none after).
   Result<std::size_t> feed(std::string_view bytes);
   bool complete() const { return complete_; }
-  // Everything taken so far: the whole head, CRLFCRLF included, once complete().
+  // Everything taken so far but leading empty lines: the whole head, its ending empty
+  // line included, once complete().
   std::string_view buffered() const { return head_; }
   const std::string& what() const { return what_; }
 
  private:
   std::string what_;
   std::string head_;
+  std::size_t leading_ = 0;  // empty-line bytes skipped before the start line
   bool complete_ = false;
 };
 
@@ -41,9 +43,11 @@ struct HttpHeadLines {
   HttpHeaders headers;
 };
 
-// Splits a complete head into its start line and header fields. Strict, since
-// anything lenient here is a request-smuggling surface: lines end in CRLF only, field
-// names are tokens with no space before the colon, no line folding, no control bytes.
+// Splits a complete head into its start line and header fields. Lines end in CRLF or
+// a bare LF (RFC 9112 2.2 lets a recipient take either, and cohttp, which vhd-tool
+// and xapi use, does); otherwise strict, since anything lenient here is a
+// request-smuggling surface: no bare CR, field names are tokens with no space before
+// the colon, no line folding, no control bytes.
 Result<HttpHeadLines> split_http_head(std::string_view head, std::string_view what);
 
 // RFC 9110 token characters (methods, field names).

@@ -80,6 +80,14 @@ Result<std::size_t> HttpResponseParser::feed(std::string_view bytes) {
 
   auto head = parse_http_response_head(reader_.buffered());
   if (!head) return record(tl::unexpected(head.error()));
+  if (head->status >= 100 && head->status <= 199 && head->status != 101) {
+    // An interim answer (100 Continue, 102 Processing, 103 Early Hints): the final
+    // one follows (RFC 9110 15.2). 101 would switch protocols, which was not asked for.
+    reader_ = HttpHeadReader(reader_.what());
+    auto more = feed(bytes.substr(*taken));
+    if (!more) return more;
+    return *taken + *more;
+  }
   if (head->status < 200 || head->status > 299) {
     std::string message = "the server answered '" + quote_for_message(head->status_line, 200) + "'";
     if (head->status >= 300 && head->status <= 399) {

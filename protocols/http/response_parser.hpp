@@ -35,9 +35,10 @@ class HttpResponseParser {
 
   // Feeds the next bytes read from the connection; returns how many belong to the
   // response head. Once done(), any bytes past that count are the next protocol's.
-  // Fails, and keeps failing, on a malformed or oversized head, on bytes that cannot
-  // start an HTTP response, and on a status other than 2xx, naming the status line:
-  // "the server answered 'HTTP/1.1 404 Not Found'".
+  // Interim 1xx answers are skipped. Fails, and keeps failing, on a malformed or
+  // oversized head, on bytes that cannot start an HTTP response, and on a final status
+  // other than 2xx, naming the status line: "the server answered 'HTTP/1.1 404 Not
+  // Found'".
   Result<std::size_t> feed(std::span<const std::byte> bytes);
   Result<std::size_t> feed(std::string_view bytes);
 

@@ -4,7 +4,7 @@
   stream_craft.py HOST:PORT|/unix/path CASE
 
 Cases: truncated, header-cut, garbage, oversize, unaligned, out-of-bounds,
-dropped-mid-payload, non-put, transfer-encoding, http-garbage, good-http, eager-http
+dropped-mid-payload, non-put, transfer-encoding, http-garbage, good-http, lf-http, eager-http
 (the request and the whole body in one write, so the receiver holds body bytes
 behind the headers before it starts on the payload: 4 KiB of 0xAB at 0, 1 MiB of
 0x5A at 1 MiB).
@@ -74,6 +74,13 @@ def main():
         status_line(s)
         s.sendall(good + b"\0" * 12)
         s.recv(1)  # wait for the receiver to close
+    elif case == "lf-http":
+        # An empty line first and bare-LF line ends, which HTTP lets a server take;
+        # 4 KiB of 0x77 at 4 KiB.
+        s.sendall(b"\r\nPUT /import_raw_vdi?vdi=x HTTP/1.1\nhost: x\ncookie: chunked=true\n\n")
+        status_line(s)
+        s.sendall(chunk(4096, 4096, b"\x77") + b"\0" * 12)
+        s.recv(1)
     elif case == "eager-http":
         s.sendall(b"PUT /import_raw_vdi?vdi=x HTTP/1.1\r\nhost: x\r\ncookie: chunked=true\r\n\r\n" + good +
                   chunk(1 << 20, 1 << 20, b"\x5a") + b"\0" * 12)

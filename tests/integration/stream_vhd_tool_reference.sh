@@ -52,6 +52,8 @@ to_reference "http chunked" "http://127.0.0.1:PORT/import_raw_vdi?vdi=OpaqueRef:
   --expect-coverage $PADDED --record-request request.txt --
 to_reference "http none" "http://127.0.0.1:PORT/import_raw_vdi?vdi=x" --http --strict --source-protocol none \
   --destination-size $SIZE -- --protocol raw
+to_reference "http chunked, a 100 Continue and bare-LF lines before the 200" "http://127.0.0.1:PORT/import_raw_vdi?vdi=x" \
+  --http --strict --answer-lenient --expect-coverage $PADDED --
 to_reference "https chunked (TLS 1.2 as xapi's stunnel)" "https://localhost:PORT/import_raw_vdi?vdi=x" \
   --http --strict --tls12 --tls-cert certs/server-cert.pem --tls-key certs/server-key.pem \
   --expect-coverage $PADDED -- --tls-ca certs/ca-cert.pem

@@ -125,6 +125,11 @@ def answer_http(sock, args):
     if method != "PUT":
         sock.sendall(b"HTTP/1.1 405 Method Not Allowed\r\nConnection: close\r\n\r\n")
         die("method %r" % method)
+    if args.answer_lenient:
+        # What HTTP allows a server beyond xapi's own answer: an interim 100 Continue
+        # first, and line ends of a bare LF (RFC 9112 section 2.2; cohttp reads them).
+        sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n" + XAPI_200.replace(b"\r\n", b"\n"))
+        return
     sock.sendall(XAPI_200)
 
 
@@ -367,6 +372,8 @@ def main():
     s.add_argument("--record-chunks")
     s.add_argument("--answer-status")
     s.add_argument("--answer-nbd", action="store_true")
+    s.add_argument("--answer-lenient", action="store_true",
+                   help="answer 100 Continue, then 200 OK with bare-LF line ends")
     s.add_argument("--nbd-upstream", help="with --answer-nbd: relay the NBD session to this Unix socket")
     t = sub.add_parser("stream")
     t.add_argument("--source", required=True)
