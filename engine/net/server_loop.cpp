@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "engine/net/deadline.hpp"
 #include "engine/net/socket_stream.hpp"
 #include "engine/net/tls_stream.hpp"
 
@@ -106,13 +107,16 @@ awaitable<Status> ServerLoop::serve_one(Socket socket) {
 awaitable<Status> ServerLoop::serve_on_worker(Socket socket, const ConnectionHandler& handler) {
   std::unique_ptr<Stream> stream;
   if (options_.tls) {
-    asio::steady_timer deadline(co_await asio::this_coro::executor, options_.handshake_timeout);
-    int fd = socket.native_handle();
-    deadline.async_wait([fd](asio::error_code ec) {
-      if (!ec) ::shutdown(fd, SHUT_RDWR);  // a client stalled in the handshake
-    });
+    // A client stalled in the handshake is cut off; the handshake's own failure (the
+    // socket shut down) would blame the client for closing.
+    Deadline deadline(co_await asio::this_coro::executor, options_.handshake_timeout, socket.native_handle(),
+                      nullptr);
     auto tls = co_await TlsStream::handshake(options_.tls, std::move(socket), options_.stream);
-    deadline.cancel();
+    deadline.disarm();
+    if (!tls && deadline.fired())
+      co_return fail(std::errc::timed_out, "the TLS handshake did not finish within " +
+                                               std::to_string(options_.handshake_timeout.count()) +
+                                               " seconds (--handshake-timeout); the client was dropped");
     if (!tls) co_return tl::unexpected(tls.error());
     stream = std::move(*tls);
   } else {

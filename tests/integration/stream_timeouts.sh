@@ -89,4 +89,26 @@ else
   fail "healthy transfer with --timeout: $(cat copy.err serve.err)"
 fi
 
+# The receiving side: a client that connects to `serve --listen tls://` and never starts
+# the handshake is dropped after --handshake-timeout, and the log says so (it used to
+# say the client had closed the connection); the server goes on serving.
+make_certs certs
+port=$(free_port)
+start_serve tls-stall.log --listen "tls://127.0.0.1:$port" --output null: --size 1M --handshake-timeout 1 \
+  --tls-cert certs/server-cert.pem --tls-key certs/server-key.pem || exit 1
+$PY -c 'import socket, sys, time; s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); time.sleep(4)' \
+  "$port" &
+stalled=$!
+for _ in $(seq 60); do grep -q "handshake" tls-stall.log && break; sleep 0.1; done
+if grep -q "the TLS handshake did not finish within 1 seconds (--handshake-timeout)" tls-stall.log; then
+  pass "serve drops a client stalled in the TLS handshake: $(grep handshake tls-stall.log | head -1)"
+else
+  fail "serve --handshake-timeout: $(cat tls-stall.log)"
+fi
+kill "$stalled" 2>/dev/null
+make_image sector.img 512
+"$SLUICE" copy --tls-ca certs/ca-cert.pem sector.img "tls://127.0.0.1:$port" 2>copy.err ||
+  fail "a transfer after the stalled client failed: $(cat copy.err)"
+kill "$SERVE_PID"
+
 finish
