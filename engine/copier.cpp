@@ -73,9 +73,12 @@ class Copier {
 
   awaitable<Result<TransferStats>> run() {
     started_ = clock::now();
+    reported_at_ = started_;
+    // Held through finish(): a cancelled flush fails as the destination is aborted.
+    Cancellation::Subscription cancelled;
     if (options_.cancellation) {
-      options_.cancellation->on_request([this] {
-        stages_.fail(Error{std::make_error_code(std::errc::operation_canceled), "the transfer was cancelled"});
+      cancelled = options_.cancellation->on_request(co_await asio::this_coro::executor, [this] {
+        stages_.fail(cancelled_error());
         stop();
       });
     }
@@ -83,13 +86,13 @@ class Copier {
     stages_.spawn(read_stage());
     stages_.spawn(write_stage());
     Status status = co_await stages_.join();
-    if (options_.cancellation) options_.cancellation->clear();
     // Every stage ended cleanly, so every byte must have completed: a shortfall is a
     // bug that would otherwise be a silent short copy with exit status 0.
     if (status && done_ < stats_.size)
       status = fail(std::errc::io_error, "the copy stopped after " + std::to_string(done_) + " of " +
                                              std::to_string(stats_.size) + " bytes with no error reported");
     if (status) status = co_await finish();
+    if (status && stopped_) status = tl::unexpected(cancelled_error());  // cancelled during finish()
     stats_.seconds = std::chrono::duration<double>(clock::now() - started_).count();
     stats_.peak_buffers = pool_.high_water();
     source_.add_stats(stats_);
@@ -119,7 +122,7 @@ class Copier {
           co_return fail_at("reading the extent map (extents not contiguous)", offset,
                             std::make_error_code(std::errc::protocol_error));
         Extent clamped{offset, std::min(extent.end(), size) - offset, extent.kind};
-        count_extent(clamped.kind);
+        count_extent(clamped);
         offset = clamped.end();
         for (const Extent& aligned : aligner.push(clamped))
           if (!co_await emit(aligned, seq)) co_return cancelled();
@@ -330,14 +333,37 @@ class Copier {
 
   void completed(std::uint64_t bytes) {
     done_ += bytes;
-    if (options_.progress) {
-      options_.progress(ProgressUpdate{
-          done_, stats_.size, std::chrono::duration<double>(clock::now() - started_).count()});
+    if (!options_.progress) return;
+    // Bounded however small the pieces are (zero detection completes runs of 4 KiB): a
+    // toolstack may forward every call as a message.
+    const auto now = clock::now();
+    if (done_ != stats_.size && done_ - reported_ < stats_.size / 100 &&
+        now - reported_at_ < CopyOptions::progress_interval)
+      return;
+    reported_ = done_;
+    reported_at_ = now;
+    // The user's code, called from inside a stage: what it throws must fail the copy
+    // like any stage's error, not unwind the stage past the writes it has in flight.
+    try {
+      options_.progress(ProgressUpdate{done_, stats_.size, std::chrono::duration<double>(now - started_).count()});
+    } catch (const std::exception& e) {
+      stages_.fail(Error{std::make_error_code(std::errc::interrupted),
+                         std::string("the progress callback failed: ") + e.what()});
+      stop();
+    } catch (...) {
+      stages_.fail(Error{std::make_error_code(std::errc::interrupted), "the progress callback failed"});
+      stop();
     }
   }
 
-  void count_extent(ExtentKind kind) {
-    switch (kind) {
+  // A map is asked for window by window, and an extent that spans windows comes back
+  // in pieces: it is one extent.
+  void count_extent(const Extent& extent) {
+    const bool continues = extent.offset == counted_end_ && extent.kind == counted_kind_ && counted_end_ != 0;
+    counted_end_ = extent.end();
+    counted_kind_ = extent.kind;
+    if (continues) return;
+    switch (extent.kind) {
       case ExtentKind::data: ++stats_.data_extents; break;
       case ExtentKind::zero: ++stats_.zero_extents; break;
       case ExtentKind::hole: ++stats_.hole_extents; break;
@@ -377,7 +403,11 @@ class Copier {
   bool zero_copy_ = false;
   bool stopped_ = false;
   std::uint64_t done_ = 0;
+  std::uint64_t reported_ = 0;  // done_ at the last progress call
   clock::time_point started_;
+  clock::time_point reported_at_;
+  std::uint64_t counted_end_ = 0;  // the end of the last extent counted, and its kind
+  ExtentKind counted_kind_ = ExtentKind::data;
 };
 
 }  // namespace

@@ -61,9 +61,13 @@ struct CopyOptions {
   std::uint64_t alignment = 1;
   // How much of the source's map to ask for at a time.
   std::uint64_t extent_window = 1ull << 30;
-  // Called after each completed request, on the copy's thread.
+  // Called on the copy's thread as requests complete: when another 1% of the image
+  // or another progress_interval has completed since the last call, and once at the
+  // end. A callback that throws fails the copy with what it threw.
   ProgressCallback progress;
-  // Optional: request() stops the copy, which then fails with a cancellation.
+  static constexpr std::chrono::milliseconds progress_interval{50};
+  // Optional: request() (from any thread) stops the copy, which then fails with a
+  // cancellation.
   Cancellation* cancellation = nullptr;
 };
 

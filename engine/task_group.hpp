@@ -7,6 +7,7 @@
 // running: whoever spawns must co_await join().
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -19,6 +20,8 @@ namespace sluice {
 class TaskGroup {
  public:
   explicit TaskGroup(executor ex, std::function<void()> on_failure = {});
+  // A child still running would touch a freed group: that is a bug in the spawner.
+  ~TaskGroup() { assert(running_ == 0 && "TaskGroup destroyed with children running; join() first"); }
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
 

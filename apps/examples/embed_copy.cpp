@@ -31,8 +31,14 @@ int main(int argc, char** argv) {
   });
 
   int status = 1;
-  asio::co_spawn(context, transfer.run(), [&](std::exception_ptr, sluice::Result<sluice::TransferStats> r) {
+  asio::co_spawn(context, transfer.run(), [&](std::exception_ptr thrown, sluice::Result<sluice::TransferStats> r) {
     deadline.cancel();
+    // run() reports failures as errors, but a handler must never read `r` when an
+    // exception is passed: `r` is then default-constructed, which reads as a success.
+    if (thrown) {
+      std::fprintf(stderr, "\ncopy failed: the transfer threw\n");
+      return;
+    }
     if (!r) {
       std::fprintf(stderr, "\ncopy failed: %s\n", r.error().message.c_str());
       return;

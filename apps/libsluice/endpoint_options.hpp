@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "engine/cancellation.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_options.hpp"
 #include "storage/file_options.hpp"
@@ -21,6 +22,8 @@ struct EndpointOptions {
   unsigned connections = 0;         // NBD multi-conn when the server allows it (0: 2 if so)
   unsigned threads = 0;             // event loops for NBD connections (0: one each, up to the CPUs)
   std::chrono::seconds timeout{0};  // a peer that stops answering (0: no limit)
+  // Stops the waits on a peer while the endpoints open (Transfer sets it to its own).
+  Cancellation* cancellation = nullptr;
 
   // Notes for the user that are not errors ("the server does not allow multi-conn; one
   // connection"). The library never prints; unset, notes are dropped.

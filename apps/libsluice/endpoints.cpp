@@ -50,6 +50,13 @@ awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
   auto uri = parse_uri(text);
   if (!uri) co_return tl::unexpected(uri.error());
   if (is_nbd_uri(*uri, options)) co_return co_await open_nbd_source(*uri, options);
+  if (is_stream_destination(*uri)) {
+    const bool http = uri->scheme == "http" || uri->scheme == "https";
+    co_return fail(std::errc::invalid_argument,
+                   "'" + std::string(text) + "' can only be a destination: Chunked and raw streams are " +
+                       "received with `sluice serve`" +
+                       (http ? "" : " (an NBD server there is a source with --protocol nbd)"));
+  }
   co_return unsupported(text, "source");
 }
 

@@ -49,16 +49,18 @@ awaitable<Result<std::unique_ptr<Stream>>> connect_stream(const Uri& uri, const 
     if (!context) co_return tl::unexpected(context.error());
     tls = *context;
   }
-  auto socket = co_await connect_to(address, options.timeout);
+  auto socket = co_await connect_to(address, options.timeout, options.cancellation);
   if (!socket) co_return tl::unexpected(socket.error());
   StreamOptions stream_options = options.stream;
   stream_options.stall_timeout = options.timeout;
   if (!tls) co_return std::unique_ptr<Stream>(std::make_unique<SocketStream>(std::move(*socket), stream_options));
   // The name to verify (and send as SNI) is the one the user connected to, unless told.
   std::string hostname = options.tls.hostname.empty() ? uri.host : options.tls.hostname;
-  Deadline deadline(co_await asio::this_coro::executor, options.timeout, socket->native_handle(), nullptr);
+  Deadline deadline(co_await asio::this_coro::executor, options.timeout, socket->native_handle(), nullptr,
+                    options.cancellation);
   auto stream = co_await TlsStream::handshake(tls, std::move(*socket), stream_options, hostname);
   deadline.disarm();
+  if (deadline.cancelled()) co_return tl::unexpected(cancelled_error());
   if (deadline.fired()) co_return fail(std::errc::timed_out, timed_out_message("the TLS handshake", options));
   if (!stream) co_return tl::unexpected(stream.error());
   co_return std::unique_ptr<Stream>(std::move(*stream));
@@ -89,9 +91,11 @@ awaitable<Result<std::unique_ptr<Destination>>> open_stream_destination(const Ur
     // The cookie tells xapi the body is Chunked; an unframed body must not claim it.
     request.chunked = protocol == "chunked";
     request.user_agent = "sluice";
-    Deadline deadline(co_await asio::this_coro::executor, options.timeout, (*stream)->socket_fd(), stream->get());
+    Deadline deadline(co_await asio::this_coro::executor, options.timeout, (*stream)->socket_fd(), stream->get(),
+                      options.cancellation);
     auto answer = co_await start_http_import(**stream, uri, request);
     deadline.disarm();
+    if (deadline.cancelled()) co_return tl::unexpected(cancelled_error());
     if (deadline.fired())
       co_return fail(std::errc::timed_out, uri.scheme + "://" + uri.authority() + uri.raw_path + ": " +
                                                timed_out_message("the HTTP request (waiting for its answer)", options));

@@ -32,29 +32,64 @@ Transfer::Transfer(std::string source, std::string destination, EndpointOptions 
       endpoints_(std::move(endpoints)),
       copy_(std::move(copy)) {}
 
+ProgressUpdate Transfer::progress() const {
+  return ProgressUpdate{done_.load(), total_.load(), seconds_.load()};
+}
+
 awaitable<Result<TransferStats>> Transfer::run() {
+  // The caller's own cancellation (CopyOptions::cancellation) stops this one too.
+  Cancellation::Subscription chained;
+  if (copy_.cancellation != nullptr)
+    chained = copy_.cancellation->on_request(co_await asio::this_coro::executor, [this] { cancellation_.request(); });
+  try {
+    co_return co_await run_endpoints();
+  } catch (const std::exception& e) {
+    co_return fail(std::errc::io_error, std::string("internal error in the transfer: ") + e.what());
+  } catch (...) {
+    co_return fail(std::errc::io_error, "internal error in the transfer");
+  }
+}
+
+awaitable<Result<TransferStats>> Transfer::run_endpoints() {
   if (Status same = refuse_same_file(source_, destination_); !same) co_return tl::unexpected(same.error());
-  if (cancellation_.requested()) co_return fail(std::errc::operation_canceled, "the transfer was cancelled");
-  auto source = co_await open_source(source_, endpoints_);
+  if (cancellation_.requested() || (copy_.cancellation != nullptr && copy_.cancellation->requested()))
+    co_return tl::unexpected(cancelled_error());
+  EndpointOptions endpoints = endpoints_;
+  endpoints.cancellation = &cancellation_;
+  auto source = co_await open_source(source_, endpoints);
   if (!source) co_return tl::unexpected(source.error());
-  auto destination = co_await open_destination(destination_, (*source)->size(), endpoints_);
-  if (!destination) {
+  // From here on both ends are closed whatever happens, a throw included: they may
+  // still run coroutines (NBD reply readers) that must end before the objects go.
+  std::exception_ptr thrown;
+  Result<std::unique_ptr<Destination>> destination = fail(std::errc::io_error, "no destination");
+  try {
+    destination = co_await open_destination(destination_, (*source)->size(), endpoints);
+  } catch (...) {
+    thrown = std::current_exception();
+  }
+  if (thrown || !destination) {
     co_await (*source)->close();
+    if (thrown) std::rethrow_exception(thrown);
     co_return tl::unexpected(destination.error());
   }
   CopyOptions options = copy_;
   options.cancellation = &cancellation_;
   ProgressCallback user_callback = options.progress;
-  progress_.total = (*source)->size();
+  total_ = (*source)->size();
   options.progress = [this, user_callback](const ProgressUpdate& update) {
-    progress_ = update;
+    done_ = update.done;
+    seconds_ = update.seconds;
     if (user_callback) user_callback(update);
   };
-  auto stats = co_await copy(**source, **destination, std::move(options));
-  // Both ends are closed whatever happened: they may still run coroutines (NBD reply
-  // readers) that must end before the objects go.
+  Result<TransferStats> stats = fail(std::errc::io_error, "no copy");
+  try {
+    stats = co_await copy(**source, **destination, std::move(options));
+  } catch (...) {
+    thrown = std::current_exception();
+  }
   Status destination_closed = co_await (*destination)->close();
   Status closed = co_await (*source)->close();
+  if (thrown) std::rethrow_exception(thrown);
   if (!stats) co_return tl::unexpected(stats.error());
   if (!destination_closed) co_return tl::unexpected(destination_closed.error());
   if (!closed) co_return tl::unexpected(closed.error());
@@ -63,18 +98,20 @@ awaitable<Result<TransferStats>> Transfer::run() {
 
 Result<TransferStats> transfer_blocking(std::string_view source, std::string_view destination,
                                         const EndpointOptions& endpoints, const CopyOptions& copy) {
-  asio::io_context context(1);
-  Transfer transfer{std::string(source), std::string(destination), endpoints, copy};
-  std::optional<Result<TransferStats>> result;
-  asio::co_spawn(context, transfer.run(), [&](std::exception_ptr error, Result<TransferStats> r) {
-    if (error)
-      result = fail(std::errc::io_error, "internal error in the transfer");
-    else
-      result = std::move(r);
-  });
-  context.run();
-  if (!result) return fail(std::errc::io_error, "the transfer did not complete");
-  return std::move(*result);
+  try {
+    asio::io_context context(1);
+    Transfer transfer{std::string(source), std::string(destination), endpoints, copy};
+    std::optional<Result<TransferStats>> result;
+    asio::co_spawn(context, transfer.run(), [&](std::exception_ptr thrown, Result<TransferStats> r) {
+      // run() turns exceptions into errors; with one, `r` is a default (a success).
+      result = thrown ? fail(std::errc::io_error, "internal error in the transfer") : std::move(r);
+    });
+    context.run();
+    if (!result) return fail(std::errc::io_error, "the transfer did not complete");
+    return std::move(*result);
+  } catch (const std::exception& e) {
+    return fail(std::errc::io_error, std::string("cannot run the transfer: ") + e.what());
+  }
 }
 
 }  // namespace sluice

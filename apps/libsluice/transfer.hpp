@@ -2,9 +2,15 @@
 //
 //   sluice::Transfer t("disk.img", "nbd://host/export", endpoint_options, copy_options);
 //   auto stats = co_await t.run();        // coroutine form, on the caller's io_context
-//   t.cancel();                           // from the same thread, stops it
+//   t.cancel();                           // from any thread, stops it
 //
 //   auto stats = sluice::transfer_blocking("disk.img", "copy.img");   // blocking form
+//
+// Cancelling stops the transfer wherever it is: connecting, in a handshake, copying,
+// flushing. A blocking transfer is cancelled through CopyOptions::cancellation, whose
+// request() may come from any thread. Errors, and exceptions from inside (an event
+// loop that cannot be set up), come back as an Error naming the cause; run() never
+// throws. A Transfer must outlive its run(); run it once.
 //
 // A Transfer owns no global state: a program may run any number at once. An NBD
 // endpoint may run its further connections on threads of its own
@@ -12,6 +18,8 @@
 // that context must not be created with one of Asio's UNSAFE concurrency hints.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -32,22 +40,29 @@ class Transfer {
   // Opens both ends, copies, flushes and closes. Call once.
   awaitable<Result<TransferStats>> run();
 
-  // Stops a running transfer; run() then fails with "the transfer was cancelled".
+  // Stops the transfer (before or while it runs); run() then fails with "the transfer
+  // was cancelled". Thread-safe.
   void cancel() { cancellation_.request(); }
 
-  // Completed bytes so far (never issued ones) and the total.
-  ProgressUpdate progress() const { return progress_; }
+  // Completed bytes so far (never issued ones) and the total, as of the last progress
+  // call (CopyOptions::progress says how often). Thread-safe.
+  ProgressUpdate progress() const;
 
  private:
+  awaitable<Result<TransferStats>> run_endpoints();
+
   std::string source_;
   std::string destination_;
   EndpointOptions endpoints_;
   CopyOptions copy_;
   Cancellation cancellation_;
-  ProgressUpdate progress_;
+  std::atomic<std::uint64_t> done_{0};
+  std::atomic<std::uint64_t> total_{0};
+  std::atomic<double> seconds_{0};
 };
 
-// Runs one transfer on a private event loop on the calling thread.
+// Runs one transfer on a private event loop on the calling thread. To stop it from
+// another thread, set `copy.cancellation` and request() it.
 Result<TransferStats> transfer_blocking(std::string_view source, std::string_view destination,
                                         const EndpointOptions& endpoints = {},
                                         const CopyOptions& copy = {});

@@ -31,14 +31,16 @@ namespace {
 // One connection attempt, bounded by `timeout` (shutting down a socket that is still
 // connecting makes the connect fail at once).
 awaitable<asio::error_code> attempt_connect(Socket& socket, const asio::generic::stream_protocol::endpoint& endpoint,
-                                            std::chrono::seconds timeout, bool* timed_out) {
+                                            std::chrono::seconds timeout, Cancellation* cancellation,
+                                            bool* timed_out, bool* cancelled) {
   asio::error_code ec;
   socket.open(endpoint.protocol(), ec);
   if (ec) co_return ec;
-  Deadline deadline(co_await asio::this_coro::executor, timeout, socket.native_handle(), nullptr);
+  Deadline deadline(co_await asio::this_coro::executor, timeout, socket.native_handle(), nullptr, cancellation);
   auto [connect_ec] = co_await socket.async_connect(endpoint, use_nothrow);
   deadline.disarm();
   *timed_out = deadline.fired();
+  *cancelled = deadline.cancelled();
   co_return connect_ec;
 }
 
@@ -52,14 +54,17 @@ std::string connect_failure(const NetAddress& address, asio::error_code ec, bool
 
 }  // namespace
 
-awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::seconds timeout) {
+awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::seconds timeout,
+                                     Cancellation* cancellation) {
   auto ex = co_await asio::this_coro::executor;
   bool timed_out = false;
+  bool cancelled = false;
   if (address.kind == NetAddress::Kind::unix_socket) {
     asio::local::stream_protocol::endpoint local(address.path);
     asio::generic::stream_protocol::endpoint endpoint(local);
     Socket socket(ex);
-    asio::error_code ec = co_await attempt_connect(socket, endpoint, timeout, &timed_out);
+    asio::error_code ec = co_await attempt_connect(socket, endpoint, timeout, cancellation, &timed_out, &cancelled);
+    if (cancelled) co_return tl::unexpected(cancelled_error());
     if (ec || timed_out)
       co_return fail(timed_out ? std::make_error_code(std::errc::timed_out) : ec,
                      connect_failure(address, ec, timed_out, timeout));
@@ -73,7 +78,8 @@ awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::sec
   for (const auto& entry : results) {
     asio::generic::stream_protocol::endpoint endpoint(entry.endpoint());
     Socket attempt(ex);
-    asio::error_code ec = co_await attempt_connect(attempt, endpoint, timeout, &timed_out);
+    asio::error_code ec = co_await attempt_connect(attempt, endpoint, timeout, cancellation, &timed_out, &cancelled);
+    if (cancelled) co_return tl::unexpected(cancelled_error());
     if (!ec && !timed_out) co_return attempt;
     last = ec;
   }

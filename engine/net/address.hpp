@@ -9,6 +9,7 @@
 #include <asio/generic/stream_protocol.hpp>
 
 #include "engine/asio.hpp"
+#include "engine/cancellation.hpp"
 #include "engine/error.hpp"
 #include "engine/net/socket_stream.hpp"
 
@@ -29,8 +30,10 @@ using Acceptor = asio::basic_socket_acceptor<asio::generic::stream_protocol>;
 
 awaitable<Result<Socket>> connect_to(const NetAddress& address);
 // The same, giving up on an address that has not answered within `timeout` (a host
-// that drops the connection request would otherwise hold it for minutes).
-awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::seconds timeout);
+// that drops the connection request would otherwise hold it for minutes), or at once
+// when `cancellation` is requested.
+awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::seconds timeout,
+                                     Cancellation* cancellation = nullptr);
 
 // Listens on `address`; a stale Unix socket file left by a dead server is replaced.
 Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog = 128);

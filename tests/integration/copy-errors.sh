@@ -43,6 +43,8 @@ cp "$scratch/src" "$scratch/vm:disk.img"
 same_content "$scratch/src" "$scratch/copy:of.img"
 rm -f "$scratch/vm:disk.img" "$scratch/copy:of.img"
 expect_fail 1 "unsupported source 'nbdx://host/e'" "$SLUICE" copy nbdx://host/e null:
+expect_fail 1 "'tcp://127.0.0.1:1' can only be a destination: Chunked and raw streams are received with \`sluice serve\` (an NBD server there is a source with --protocol nbd)" \
+  "$SLUICE" copy tcp://127.0.0.1:1 null:
 expect_fail 1 "null: takes nothing after the colon" "$SLUICE" copy "$scratch/src" null:foo
 
 log "progress of a copy that failed never says 100%"

@@ -1,9 +1,12 @@
 #!/bin/bash
-# apps/examples/embed_copy: the public C++ API used the way a toolstack embeds it.
+# apps/examples/embed_copy and blocking_copy: the public C++ API used the way a
+# toolstack embeds it, as a coroutine on its own loop and in the blocking form.
 . "$(dirname "$0")/functions.sh"
 
 EMBED_COPY=${EMBED_COPY:-$BUILD_ROOT/apps/examples/embed_copy}
+BLOCKING_COPY=${BLOCKING_COPY:-$BUILD_ROOT/apps/examples/blocking_copy}
 [[ -x $EMBED_COPY ]] || fail "no embed_copy binary at '$EMBED_COPY'"
+[[ -x $BLOCKING_COPY ]] || fail "no blocking_copy binary at '$BLOCKING_COPY'"
 
 M=$((1024 * 1024))
 sparse_file "$scratch/src.img" $((48 * M + 1234))
@@ -25,6 +28,53 @@ same_content "$scratch/src.img" "$scratch/dst.img"
 log "cancelled by its deadline"
 random_file "$scratch/big.img" 256M
 expect_fail 1 "copy failed: the transfer was cancelled" "$EMBED_COPY" "$scratch/big.img" null: 0
+
+log "the blocking form: a copy, then a cancellation from another thread"
+expect_ok "$BLOCKING_COPY" "$scratch/src.img" "$scratch/dst2.img"
+same_content "$scratch/src.img" "$scratch/dst2.img"
+[[ $err == *"copied $((48 * M + 1234)) bytes"* ]] || fail "blocking_copy did not report the copy: $err"
+expect_fail 1 "copy failed: the transfer was cancelled" "$BLOCKING_COPY" "$scratch/big.img" null: 0
+
+# A peer that accepts and then says nothing: cancelling must stop the transfer where
+# it waits (connecting, in a handshake), not only once data moves. It used to wait
+# for ever, there being no --timeout by default.
+log "cancelled while the endpoints open"
+stall_port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$PYTHON" -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(16)
+held = []
+while True:
+    held.append(s.accept()[0])
+' "$stall_port" &
+stall_pid=$!
+on_exit "kill $stall_pid"
+for _ in $(seq 50); do
+  "$PYTHON" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])))' "$stall_port" \
+    2>/dev/null && break
+  sleep 0.1
+done
+for dest in "nbd://127.0.0.1:$stall_port/" "tls://127.0.0.1:$stall_port" "http://127.0.0.1:$stall_port/import"; do
+  started=$SECONDS
+  expect_fail 1 "copy failed: the transfer was cancelled" timeout 30 "$EMBED_COPY" "$scratch/src.img" "$dest" 1
+  assert_le "seconds to stop a cancelled open of $dest" $((SECONDS - started)) 10
+done
+started=$SECONDS
+expect_fail 1 "copy failed: the transfer was cancelled" timeout 30 "$BLOCKING_COPY" "nbd://127.0.0.1:$stall_port/" null: 1
+assert_le "seconds to stop a cancelled blocking open" $((SECONDS - started)) 10
+started=$SECONDS
+timeout 30 "$SLUICE" copy "nbd://127.0.0.1:$stall_port/" null: 2>"$scratch/int.err" &
+copy_pid=$!
+sleep 1
+kill -INT $copy_pid
+status=0
+wait $copy_pid || status=$?
+[[ $status -eq 1 ]] && grep -q "the transfer was cancelled" "$scratch/int.err" ||
+  fail "sluice copy on SIGINT while opening: exit $status, $(cat "$scratch/int.err")"
+assert_le "seconds for sluice copy to stop on SIGINT while opening" $((SECONDS - started)) 10
 
 expect_fail 1 "copy failed: $scratch/missing.img: No such file or directory" \
   "$EMBED_COPY" "$scratch/missing.img" "$scratch/out.img"

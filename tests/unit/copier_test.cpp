@@ -2,6 +2,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <stdexcept>
+#include <thread>
+
 #include "engine/cancellation.hpp"
 #include "engine/copier.hpp"
 #include "memory_endpoints.hpp"
@@ -174,6 +177,79 @@ TEST_CASE("cancellation stops a copy and says so") {
   CHECK(stats.error().message == "the transfer was cancelled");
   CHECK(sink.in_flight == 0);
   CHECK_FALSE(sink.finished);
+}
+
+TEST_CASE("a cancellation requested from another thread stops the copy") {
+  MemorySource source(test::patterned(image_size, sample_map), sample_map);
+  CheckingSink sink(image_size);
+  sink.write_delay = std::chrono::milliseconds(5);  // slow enough to be caught mid-copy
+  Cancellation cancel;
+  CopyOptions options = small_requests();
+  options.cancellation = &cancel;
+  std::thread other([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancel.request();
+  });
+  auto stats = test::run(copy(source, sink, options));
+  other.join();
+  REQUIRE_FALSE(stats);
+  CHECK(stats.error().message == "the transfer was cancelled");
+  CHECK(sink.in_flight == 0);
+  CHECK_FALSE(sink.finished);
+}
+
+TEST_CASE("a progress callback that throws fails the copy with what it threw, every write accounted for") {
+  MemorySource source(test::patterned(image_size, sample_map), sample_map);
+  CheckingSink sink(image_size);
+  CopyOptions options = small_requests();
+  options.progress = [&](const ProgressUpdate& u) {
+    if (u.done > (1u << 20)) throw std::runtime_error("the toolstack went away");
+  };
+  auto stats = test::run(copy(source, sink, options));
+  REQUIRE_FALSE(stats);
+  CHECK(stats.error().message == "the progress callback failed: the toolstack went away");
+  CHECK(sink.in_flight == 0);
+  CHECK_FALSE(sink.finished);
+}
+
+TEST_CASE("progress calls are bounded however small the pieces, and the last one says done") {
+  // Alternating 4 KiB of data and of zeros: zero detection completes 4 KiB pieces.
+  const std::uint64_t size = 16u << 20;
+  std::vector<std::byte> image(size);
+  for (std::uint64_t i = 0; i < size; i += 8192) std::fill_n(image.begin() + static_cast<std::ptrdiff_t>(i), 4096, std::byte{7});
+  MemorySource source(image, {{0, size, D}});
+  CheckingSink sink(size);
+  sink.traits_.zero_is_cheap = true;
+  CopyOptions options = small_requests();
+  options.sparse = 4096;
+  int calls = 0;
+  ProgressUpdate last;
+  options.progress = [&](const ProgressUpdate& u) {
+    ++calls;
+    last = u;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  auto stats = test::run(copy(source, sink, options));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(stats);
+  CHECK(sink.image == image);
+  CHECK(stats->zero_requests >= 2000);  // the pieces were that small
+  // At most one call per 1% and one per 50 ms, plus the last.
+  CHECK(calls <= 101 + static_cast<int>(seconds / 0.05) + 1);
+  CHECK(last.done == size);
+}
+
+TEST_CASE("an extent that spans map windows is counted once") {
+  const std::uint64_t size = 8u << 20;
+  const std::vector<Extent> map = {{0, 1u << 20, D}, {1u << 20, 7u << 20, H}};
+  MemorySource source(test::patterned(size, map), map);
+  CheckingSink sink(size);
+  CopyOptions options = small_requests();
+  options.extent_window = 1u << 20;  // the hole comes back in seven pieces
+  auto stats = test::run(copy(source, sink, options));
+  REQUIRE(stats);
+  CHECK(stats->data_extents == 1);
+  CHECK(stats->hole_extents == 1);
 }
 
 TEST_CASE("the automatic depth follows the destination's round trip; an explicit one does not") {

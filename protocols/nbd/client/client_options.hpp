@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/cancellation.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_context.hpp"
 
@@ -49,6 +50,9 @@ struct ClientOptions {
   // A server with requests pending that sends nothing for this long fails the
   // connection; also bounds the handshake. Zero: no limit.
   std::chrono::seconds timeout{0};
+  // Stops the connects and handshakes while the client opens; afterwards the copy
+  // stops it through abort().
+  Cancellation* cancellation = nullptr;
   NoticeCallback notice;
 };
 
