@@ -7,14 +7,16 @@
 #                                each with TCP_NODELAY on and off, into a file; and
 #                                over tcp into null: (the receiver drops the payload,
 #                                as iperf3's does: the link without the storage)
-# N runs, interleaved (every arm once per round), medians reported: MiB/s, the ratio
+# N runs, interleaved (every arm once per round, the order rotating each round so that
+# none always goes first), medians reported: MiB/s, the ratio
 # to iperf3, socket writes per GiB and image bytes per TCP segment. Targets (issue 3):
 # plain >= 0.9 x iperf3, TLS >= 0.6 x plain, NODELAY on <= +0.5% segments over off.
 #
 #   tests/bench/bench-chunked.sh [--quick] [--size BYTES] [--runs N] [--write-doc]
 #
 # --quick: 256 MiB, one round, to validate the script (numbers are not meaningful).
-# --write-doc: replace the bench-chunked section of docs/benchmarks.md.
+# --write-doc: replace the bench-chunked section of docs/benchmarks.md (never otherwise).
+# A run that fails, or whose received image differs, stops the script with exit status 1.
 # Images live in /dev/shm so storage is out of the picture (needs 2 x SIZE of RAM).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -85,7 +87,8 @@ iperf_run() {  # iperf_run [-F image.img]
   iperf3 -s -1 -p $port >/dev/null 2>&1 &
   PIDS+=($!)
   wait_port $port
-  iperf3 -c 127.0.0.1 -p $port -n "$SIZE" "$@" -J >iperf.json
+  iperf3 -c 127.0.0.1 -p $port -n "$SIZE" "$@" -J >iperf.json ||
+    { echo "bench-chunked: FAILED: iperf3 $*: $(tail -c 300 iperf.json)" >&2; exit 1; }
   python3 -c 'import json; d=json.load(open("iperf.json")); print(d["end"]["sum_received"]["bits_per_second"] / 8 / 2**20)'
 }
 # CPU seconds (user + system, all threads) a process has used so far.
@@ -103,7 +106,10 @@ copy_run() {  # copy_run ARM NODELAY: "MiB/s writes segments sender-cpu receiver
   esac
   rm -f out.img
   before=$(cpu_seconds "$server")
-  /usr/bin/time -f "%U %S" -o time.txt "$SLUICE" copy --stats "${extra[@]}" image.img "$dest" >stats.json
+  if ! /usr/bin/time -f "%U %S" -o time.txt "$SLUICE" copy --stats "${extra[@]}" image.img "$dest" >stats.json 2>copy.err; then
+    echo "bench-chunked: FAILED: $arm NODELAY $nd, round $round: sluice copy failed: $(tail -c 300 copy.err)" >&2
+    exit 1
+  fi
   after=$(cpu_seconds "$server")
   # Every run is verified: the receiver has flushed and closed before copy returns.
   # null: keeps nothing to compare; its receiver must have taken every byte.
@@ -111,23 +117,27 @@ copy_run() {  # copy_run ARM NODELAY: "MiB/s writes segments sender-cpu receiver
     local log=serve-$arm-$nd.log i
     for i in $(seq 1 100); do [ "$(grep -c 'received ' "$log")" -ge "$round" ] && break; sleep 0.05; done
     [ "$(grep 'received ' "$log" | sed -n "${round}p" | sed 's/.*received \([0-9]*\) bytes.*/\1/')" = "$SIZE" ] ||
-      { echo "bench-chunked: $arm NODELAY $nd: the receiver did not take $SIZE bytes: $(tail -1 "$log")" >&2; exit 1; }
+      { echo "bench-chunked: FAILED: $arm NODELAY $nd: the receiver did not take $SIZE bytes: $(tail -1 "$log")" >&2; exit 1; }
   else
-    cmp -s image.img out.img || { echo "bench-chunked: $arm NODELAY $nd: the received image differs" >&2; exit 1; }
+    cmp -s image.img out.img || { echo "bench-chunked: FAILED: $arm NODELAY $nd: the received image differs" >&2; exit 1; }
   fi
   echo "$(field stats.json mib_per_second) $(field stats.json socket_writes) $(field stats.json tcp_segments)" \
     "$(awk '{ print $1 + $2 }' time.txt) $(python3 -c "print($after - $before)")"
 }
 
+ITEMS=(iperf3 iperf3-file)
+for arm in $ARMS; do for nd in on off; do ITEMS+=("$arm-$nd"); done; done
 for round in $(seq 1 "$RUNS"); do
   echo "bench-chunked: round $round of $RUNS" >&2
-  RESULTS[iperf3]+="$(iperf_run) "
-  RESULTS[iperf3-file]+="$(iperf_run -F image.img) "
-  for arm in $ARMS; do
-    for nd in on off; do
-      result=$(copy_run $arm $nd) || exit 1
-      RESULTS[$arm-$nd]+="$(echo "$result" | tr ' ' ':') "
-    done
+  # Every item once per round, the order rotating each round: none always goes first.
+  for ((i = 0; i < ${#ITEMS[@]}; i++)); do
+    item=${ITEMS[(i + round - 1) % ${#ITEMS[@]}]}
+    case $item in
+      iperf3) result=$(iperf_run) || exit 1 ;;
+      iperf3-file) result=$(iperf_run -F image.img) || exit 1 ;;
+      *) result=$(copy_run "${item%-*}" "${item##*-}") || exit 1 ;;
+    esac
+    RESULTS[$item]+="$(echo "$result" | tr ' ' ':') "
   done
 done
 
@@ -177,7 +187,7 @@ MACHINE="$(uname -sr), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cu
 SECTION="<!-- bench-chunked:begin -->
 ## Chunked streaming on loopback (bench-chunked)
 
-Command: \`$COMMAND\` ($(date -u +%Y-%m-%d), $RUNS interleaved round(s), medians,
+Command: \`$COMMAND\` ($(date -u +%Y-%m-%d), $RUNS interleaved round(s), the order rotating, medians,
 $((SIZE >> 20)) MiB random image in /dev/shm, both ends on this machine)
 Machine: $MACHINE
 $( if [ $QUICK = yes ]; then echo "

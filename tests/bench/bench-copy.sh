@@ -3,7 +3,7 @@
 # side by side in one run (issue 2's benchmark). Not a test: nothing here is timed
 # against a limit by meson.
 #
-#   tests/bench/bench-copy.sh [--quick] [--cold] [--runs N] [--dir DIR] [--output FILE]
+#   tests/bench/bench-copy.sh [--quick] [--cold] [--runs N] [--dir DIR] [--output FILE] [--no-docs]
 #
 # Images: (a) random data, 4 GiB; (b) a 64 GiB sparse file, 5% data in scattered
 # 1..8 MiB extents. Each is copied file -> file and file -> null by every tool, N
@@ -11,10 +11,11 @@
 # is compared with cmp on the first run (all runs with --verify-all); a run that fails
 # or differs stops the benchmark, so no unverified number is reported.
 #
-# Writes a section between <!-- bench-copy:begin --> and <!-- bench-copy:end --> in
-# docs/benchmarks.md (or --output) and prints it.
+# Prints a section for between <!-- bench-copy:begin --> and <!-- bench-copy:end -->,
+# and writes it into docs/benchmarks.md (or --output), except with --quick or --no-docs.
 #
-#   --quick        smoke test: 256M random, 4G sparse, 2 runs
+#   --quick        smoke test: 256M random, 4G sparse, 2 runs; leaves docs/ alone
+#                  unless --output is given
 #   --cold         read the source from the disk: before every run its pages are
 #                  dropped from the page cache (posix_fadvise DONTNEED: no root needed,
 #                  the rest of the cache is left alone); its own section in the doc
@@ -22,6 +23,7 @@
 #   --dir DIR      where the images and copies live (default /var/tmp/sluice-bench);
 #                  kept between invocations so the images are made only once
 #   --output FILE  the markdown file to update (default docs/benchmarks.md)
+#   --no-docs      only print the section
 #   --sluice PATH  the binary (default build/apps/sluice/sluice)
 #   --verify-all   cmp every run, not only the first
 set -euo pipefail
@@ -35,7 +37,8 @@ PYTHON=/usr/bin/python3
 quick=false
 runs=
 dir=/var/tmp/sluice-bench
-output=$source_root/docs/benchmarks.md
+output=
+no_docs=false
 sluice=$source_root/build/apps/sluice/sluice
 verify_all=false
 cold=false
@@ -58,6 +61,7 @@ while (($#)); do
     --sluice) sluice=${2:?--sluice needs PATH}; shift ;;
     --sluice=*) sluice=${1#*=} ;;
     --verify-all) verify_all=true ;;
+    --no-docs) no_docs=true ;;
     --cold) cold=true ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
@@ -75,6 +79,12 @@ else
   runs=${runs:-5}
 fi
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"
+# A quick run is a smoke test: its numbers go into a doc only when one is named.
+if $no_docs; then
+  output=
+elif [[ -z $output ]] && ! $quick; then
+  output=$source_root/docs/benchmarks.md
+fi
 sparse_percent=5
 
 [[ -x $sluice ]] || die "no sluice binary at $sluice (build first: tests/setup-debian.sh)"
@@ -364,6 +374,11 @@ depth $depth x $request requests, hence the RSS target of $((rss_limit_kib / 102
 EOF
 )
 
+printf '%s\n' "$report"
+if [[ -z $output ]]; then
+  log "not written into any doc (--quick or --no-docs; --output FILE writes it)"
+  exit 0
+fi
 mkdir -p "$(dirname "$output")"
 if [[ ! -f $output ]]; then
   cat >"$output" <<'EOF'
@@ -385,6 +400,4 @@ else:
     text = text.rstrip("\n") + "\n\n" + section + "\n"
 open(path, "w").write(text)
 EOF
-
-printf '%s\n' "$report"
 log "written to $output"

@@ -14,17 +14,24 @@
 # (--no-nodelay), both (the default depth and NODELAY). Row 3 also has Sluice on
 # AES-256-GCM, the suite nbdcopy and qemu-img negotiate (Sluice's default is AES-128-GCM).
 #
-# Every tool runs RUNS times, interleaved (tool A, B, C, A, B, C, ...) so drift hits all
-# alike; the table shows the median wall time, MiB/s of the source's size, the ratio to
-# nbdcopy, and client CPU seconds (user + sys from /usr/bin/time, all threads) per GiB.
-# The source files are read once first, so every run starts from a warm page cache.
+# Every tool runs RUNS times, interleaved (every tool once per run, the order rotating
+# each run so that no tool always goes first) so drift hits all alike; the table shows
+# the median wall time, MiB/s of the source's size, the ratio to nbdcopy, and client CPU
+# seconds (user + sys from /usr/bin/time, all threads) per GiB. The source files are
+# read once first, so every run starts from a warm page cache.
+#
+# Verified: rows 1-3 by exit status only (nbdkit null keeps nothing); row 4 into a fresh
+# nbdkit memory export per run, compared with the source by `qemu-img compare` before
+# the export goes; row 5's output file compared with the source by cmp. A run that
+# fails or differs is reported, left out of the table, and makes the script exit 1.
 #
 #   tests/bench/bench-nbd-client.sh [--quick] [--runs N] [--update-docs] [--keep]
 #
 #   --quick        512 MiB / 8 GiB sparse instead of 4 GiB / 64 GiB, 1 run: checks the
 #                  harness and finds gross problems; not for publishing
 #   --runs N       runs per tool and row (default 5; 1 with --quick)
-#   --update-docs  replace the bench-nbd-client section of docs/benchmarks.md
+#   --update-docs  replace the bench-nbd-client section of docs/benchmarks.md (never
+#                  otherwise, --quick or not)
 #   --keep         keep the scratch directory (the images) for the next run
 #
 # Environment: SLUICE (default build/apps/sluice/sluice; a release or debugoptimized
@@ -157,81 +164,114 @@ stop_servers() {
 # ---- measuring ----
 results=$work/results.txt
 : >"$results"
-# measure ROW TOOL SIZE_BYTES CMD...: one timed run, appended to $results.
+failed=()
+# failure ROW TOOL WHY: a run that failed or whose copy differs; the script exits 1.
+failure() {
+  echo "bench: FAILED: $2 on row $1: $3" >&2
+  failed+=("$1: $2: $3")
+}
+# measure ROW TOOL SIZE_BYTES CMD...: one timed run, appended to $results; returns 1
+# (after recording the failure) when CMD fails.
 measure() {
   local row=$1 tool=$2 size_bytes=$3
   shift 3
   local t=$work/time.txt
   if ! /usr/bin/time -f '%e %U %S' -o "$t" "$@" >/dev/null 2>"$work/stderr.txt"; then
-    echo "bench: $tool failed on row $row: $(tail -3 "$work/stderr.txt")" >&2
-    return 0
+    failure "$row" "$tool" "exit status; $(tail -3 "$work/stderr.txt" | tr '\n' ' ')"
+    return 1
   fi
   echo "$row|$tool|$size_bytes|$(cat "$t")" >>"$results"
 }
+# unmeasure ROW TOOL: the last run did not verify: out of the table.
+unmeasure() { sed -i '$d' "$results"; }
 
 tls_uri() { echo "nbds://localhost:$1/?tls-certificates=$pki"; }
 
+# run_row ROW-FUNCTION TOOL...: every tool once per run, RUNS runs, the order rotating
+# each run (as in bench-copy.sh), so that no tool always goes first or last.
 run_row() {
-  local row=$1
+  local fn=$1 i j
   shift
-  local i
-  for ((i = 1; i <= runs; i++)); do
-    "$@"
+  local tools=("$@")
+  for ((i = 0; i < runs; i++)); do
+    for ((j = 0; j < ${#tools[@]}; j++)); do
+      "$fn" "${tools[(i + j) % ${#tools[@]}]}"
+    done
   done
 }
 
 # On one connection each, as the field's writer had (the defaults row above uses two
 # where the server allows multi-conn).
-arms=("stock|--connections 1 --depth 1 --no-nodelay" "NODELAY only|--connections 1 --depth 1"
-  "pipelined only|--connections 1 --no-nodelay" "both|--connections 1")
+declare -A arm_flags=(["stock"]="--connections 1 --depth 1 --no-nodelay" ["NODELAY only"]="--connections 1 --depth 1"
+  ["pipelined only"]="--connections 1 --no-nodelay" ["both"]="--connections 1")
+sluice_arms=("sluice stock" "sluice NODELAY only" "sluice pipelined only" "sluice both")
 
-row1() {  # file -> nbdkit null
-  local label=$1 uri=$2
-  measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$src" "$uri"
-  measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy "$src" "$uri"
-  measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -n -W -m 16 -f raw -O raw "$src" "$uri"
-  # Each connection has a loop of its own by default; this is one loop for both.
-  measure "$label" "sluice --threads 1" "$(bytes $size)" "$SLUICE" copy --threads 1 "$src" "$uri"
-  local arm
-  for arm in "${arms[@]}"; do
-    # shellcheck disable=SC2086
-    measure "$label" "sluice ${arm%%|*}" "$(bytes $size)" "$SLUICE" copy ${arm#*|} "$src" "$uri"
-  done
+row1() { # row1 TOOL: file -> nbdkit null at $uri, row $label
+  local n
+  n=$(bytes $size)
+  # shellcheck disable=SC2086 # an arm's flags are words
+  case $1 in
+    sluice) measure "$label" "$1" "$n" "$SLUICE" copy "$src" "$uri" ;;
+    nbdcopy) measure "$label" "$1" "$n" nbdcopy "$src" "$uri" ;;
+    qemu-img) measure "$label" "$1" "$n" qemu-img convert -n -W -m 16 -f raw -O raw "$src" "$uri" ;;
+    # Each connection has a loop of its own by default; this is one loop for both.
+    "sluice --threads 1") measure "$label" "$1" "$n" "$SLUICE" copy --threads 1 "$src" "$uri" ;;
+    "sluice "*) measure "$label" "$1" "$n" "$SLUICE" copy ${arm_flags[${1#sluice }]} "$src" "$uri" ;;
+  esac || true
 }
 
-row_tls() {
-  local label=$1 p=$2
-  measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$src" "$(tls_uri "$p")"
-  measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy "$src" "$(tls_uri "$p")"
-  measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -n -W -m 16 \
-    --object "tls-creds-x509,id=tls0,endpoint=client,dir=$pki" -f raw "$src" \
-    --target-image-opts "driver=nbd,host=localhost,port=$p,tls-creds=tls0"
-  # Each connection has a loop of its own by default; this is one loop for both.
-  measure "$label" "sluice --threads 1" "$(bytes $size)" "$SLUICE" copy --threads 1 "$src" "$(tls_uri "$p")"
-  # Sluice offers AES-128-GCM first and nbdkit takes it; nbdcopy and qemu-img (GnuTLS)
-  # offer AES-256-GCM first. This line is Sluice on the peers' cipher.
-  measure "$label" "sluice AES-256" "$(bytes $size)" "$SLUICE" copy --tls-ciphersuites TLS_AES_256_GCM_SHA384 \
-    "$src" "$(tls_uri "$p")"
-  local arm
-  for arm in "${arms[@]}"; do
-    # shellcheck disable=SC2086
-    measure "$label" "sluice ${arm%%|*}" "$(bytes $size)" "$SLUICE" copy ${arm#*|} "$src" "$(tls_uri "$p")"
-  done
+row_tls() { # row_tls TOOL: the same over TLS to the port $tls_port
+  local n uri
+  n=$(bytes $size)
+  uri=$(tls_uri "$tls_port")
+  # shellcheck disable=SC2086 # an arm's flags are words
+  case $1 in
+    sluice) measure "$label" "$1" "$n" "$SLUICE" copy "$src" "$uri" ;;
+    nbdcopy) measure "$label" "$1" "$n" nbdcopy "$src" "$uri" ;;
+    qemu-img)
+      measure "$label" "$1" "$n" qemu-img convert -n -W -m 16 \
+        --object "tls-creds-x509,id=tls0,endpoint=client,dir=$pki" -f raw "$src" \
+        --target-image-opts "driver=nbd,host=localhost,port=$tls_port,tls-creds=tls0"
+      ;;
+    # Each connection has a loop of its own by default; this is one loop for both.
+    "sluice --threads 1") measure "$label" "$1" "$n" "$SLUICE" copy --threads 1 "$src" "$uri" ;;
+    # Sluice offers AES-128-GCM first and nbdkit takes it; nbdcopy and qemu-img (GnuTLS)
+    # offer AES-256-GCM first. This line is Sluice on the peers' cipher.
+    "sluice AES-256") measure "$label" "$1" "$n" "$SLUICE" copy --tls-ciphersuites TLS_AES_256_GCM_SHA384 "$src" "$uri" ;;
+    "sluice "*) measure "$label" "$1" "$n" "$SLUICE" copy ${arm_flags[${1#sluice }]} "$src" "$uri" ;;
+  esac || true
 }
 
-row_sparse() {
-  local label=$1 uri=$2 n
+row_sparse() { # row_sparse TOOL: the sparse file into a fresh nbdkit memory export
+  local n uri
   n=$(stat -c %s "$sparse")
-  measure "$label" "sluice" "$n" "$SLUICE" copy "$sparse" "$uri"
-  measure "$label" "nbdcopy" "$n" nbdcopy "$sparse" "$uri"
-  measure "$label" "qemu-img" "$n" qemu-img convert -n -W -m 16 -f raw -O raw "$sparse" "$uri"
+  # A fresh export each run: one left written by the previous tool would make a copy
+  # that wrote nothing look right.
+  start_nbdkit memory "$sparse_size"
+  uri=nbd://127.0.0.1:$port/
+  case $1 in
+    sluice) measure "$label" "$1" "$n" "$SLUICE" copy "$sparse" "$uri" ;;
+    nbdcopy) measure "$label" "$1" "$n" nbdcopy "$sparse" "$uri" ;;
+    qemu-img) measure "$label" "$1" "$n" qemu-img convert -n -W -m 16 -f raw -O raw "$sparse" "$uri" ;;
+  esac && if ! timeout 600 qemu-img compare -q -f raw -F raw "$sparse" "$uri" 2>"$work/compare.txt"; then
+    unmeasure
+    failure "$label" "$1" "the export differs from the source (qemu-img compare: $(tr '\n' ' ' <"$work/compare.txt"))"
+  fi
+  stop_servers
 }
 
-row_to_file() {
-  local label=$1 uri=$2 out=$work/out.img
-  rm -f "$out"; measure "$label" "sluice" "$(bytes $size)" "$SLUICE" copy "$uri" "$out"
-  rm -f "$out"; measure "$label" "nbdcopy" "$(bytes $size)" nbdcopy --flush "$uri" "$out"
-  rm -f "$out"; measure "$label" "qemu-img" "$(bytes $size)" qemu-img convert -W -m 16 -t writeback -f raw "$uri" -O raw "$out"
+row_to_file() { # row_to_file TOOL: NBD at $uri -> $work/out.img, compared with the source
+  local out=$work/out.img n
+  n=$(bytes $size)
+  rm -f "$out"
+  case $1 in
+    sluice) measure "$label" "$1" "$n" "$SLUICE" copy "$uri" "$out" ;;
+    nbdcopy) measure "$label" "$1" "$n" nbdcopy --flush "$uri" "$out" ;;
+    qemu-img) measure "$label" "$1" "$n" qemu-img convert -W -m 16 -t writeback -f raw "$uri" -O raw "$out" ;;
+  esac && if ! cmp -s "$src" "$out"; then
+    unmeasure
+    failure "$label" "$1" "the output file differs from the source (cmp)"
+  fi
   rm -f "$out"
 }
 
@@ -240,30 +280,34 @@ r2="2. file -> nbdkit null, delay wdelay=1ms"
 r3="3. file -> nbdkit null, TLS"
 r4="4. sparse $sparse_size (5% data) -> nbdkit memory"
 r5="5. nbdkit file -> file (flushed)"
+null_tools=(sluice nbdcopy qemu-img "sluice --threads 1" "${sluice_arms[@]}")
 
 echo "bench: row 1" >&2
 start_nbdkit null "$size"
-run_row "$r1" row1 "$r1" "nbd://127.0.0.1:$port/"
+label=$r1 uri=nbd://127.0.0.1:$port/
+run_row row1 "${null_tools[@]}"
 stop_servers
 
 echo "bench: row 2" >&2
 start_nbdkit --filter=delay null "$size" wdelay=1ms
-run_row "$r2" row1 "$r2" "nbd://127.0.0.1:$port/"
+label=$r2 uri=nbd://127.0.0.1:$port/
+run_row row1 "${null_tools[@]}"
 stop_servers
 
 echo "bench: row 3" >&2
 start_nbdkit --tls=require --tls-certificates="$pki" null "$size"
-run_row "$r3" row_tls "$r3" "$port"
+label=$r3 tls_port=$port
+run_row row_tls sluice nbdcopy qemu-img "sluice --threads 1" "sluice AES-256" "${sluice_arms[@]}"
 stop_servers
 
 echo "bench: row 4" >&2
-start_nbdkit memory "$sparse_size"
-run_row "$r4" row_sparse "$r4" "nbd://127.0.0.1:$port/"
-stop_servers
+label=$r4
+run_row row_sparse sluice nbdcopy qemu-img
 
 echo "bench: row 5" >&2
 start_nbdkit file file="$src"
-run_row "$r5" row_to_file "$r5" "nbd://127.0.0.1:$port/"
+label=$r5 uri=nbd://127.0.0.1:$port/
+run_row row_to_file sluice nbdcopy qemu-img
 stop_servers
 
 # ---- report ----
@@ -283,6 +327,9 @@ print(f"Machine: {machine}. Tools: {versions}.")
 if quick == "true":
     print("**Quick mode: small sizes and few runs, on a machine shared with other work. Indicative only.**")
 print()
+print("Verified: rows 1-3 by exit status (nbdkit null keeps nothing); row 4 by `qemu-img compare` of a fresh "
+      "export per run with the source; row 5 by cmp of the output with the source.")
+print()
 print("| row | tool | median s | MiB/s | vs nbdcopy | CPU s/GiB | runs |")
 print("|---|---|---:|---:|---:|---:|---:|")
 for row, tools in rows.items():
@@ -295,6 +342,14 @@ for row, tools in rows.items():
         ratio = base / wall if wall > 0 else float("inf")
         print(f"| {row} | {tool} | {wall:.2f} | {rate:.0f} | {ratio:.2f}x | {cpu:.2f} | {len(samples)} |")
 PY
+if ((${#failed[@]})); then
+  {
+    echo
+    echo "**${#failed[@]} run(s) failed or did not verify** (left out of the table above):"
+    echo
+    printf -- '- %s\n' "${failed[@]}"
+  } >>"$report"
+fi
 cat "$report"
 
 if $update_docs; then
@@ -313,4 +368,8 @@ else:
 open(docs, "w").write(text)
 PY
   echo "bench: updated $docs" >&2
+fi
+if ((${#failed[@]})); then
+  echo "bench: ${#failed[@]} run(s) failed or did not verify" >&2
+  exit 1
 fi

@@ -4,12 +4,15 @@
 # exporting a file on tmpfs, then nbdcopy from each server to null:; in plaintext and
 # over TLS (PSK, TLS 1.3). Reports MiB/s and the SERVER's CPU seconds per GiB (from
 # /proc/PID/stat, utime + stime of all its threads) and writes the table into
-# docs/benchmarks.md between the bench-nbd-server markers.
+# docs/benchmarks.md between the bench-nbd-server markers (--output FILE: there
+# instead; --no-docs: nowhere, only printed).
 #
 #   tests/bench/bench-nbd-server.sh [--quick] [--runs N] [--size BYTES] [--sluice PATH]
+#                                   [--output FILE] [--no-docs]
 #
 # Not a test: it takes minutes at full size (4 GiB, 3 runs) and wants a quiet machine.
-# --quick (1 GiB, 1 run) only checks that everything works and gives rough numbers.
+# --quick (1 GiB, 1 run) only checks that everything works and gives rough numbers; it
+# leaves docs/ alone unless --output is given.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,16 +20,26 @@ SLUICE=${SLUICE:-$ROOT/build/apps/sluice/sluice}
 SIZE=$((4 << 30))
 RUNS=3
 QUICK=0
+DOC=
+NO_DOCS=0
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) QUICK=1; SIZE=$((1 << 30)); RUNS=1 ;;
     --runs) RUNS=$2; shift ;;
     --size) SIZE=$2; shift ;;
     --sluice) SLUICE=$2; shift ;;
-    *) echo "usage: $0 [--quick] [--runs N] [--size BYTES] [--sluice PATH]" >&2; exit 2 ;;
+    --output) DOC=$2; shift ;;
+    --no-docs) NO_DOCS=1 ;;
+    *) echo "usage: $0 [--quick] [--runs N] [--size BYTES] [--sluice PATH] [--output FILE] [--no-docs]" >&2; exit 2 ;;
   esac
   shift
 done
+# A quick run is a smoke test: its numbers go into a doc only when one is named.
+if [ $NO_DOCS = 1 ]; then
+  DOC=
+elif [ -z "$DOC" ] && [ $QUICK = 0 ]; then
+  DOC=$ROOT/docs/benchmarks.md
+fi
 for tool in nbdcopy nbdkit qemu-nbd openssl; do
   command -v "$tool" >/dev/null || { echo "bench-nbd-server: $tool is not installed" >&2; exit 1; }
 done
@@ -196,7 +209,10 @@ MD
 )
 echo "$REPORT"
 
-DOC="$ROOT/docs/benchmarks.md"
+if [ -z "$DOC" ]; then
+  echo "not written into any doc (--quick or --no-docs; --output FILE writes it)" >&2
+  exit 0
+fi
 [ -f "$DOC" ] || printf '# Benchmarks\n' >"$DOC"
 if ! grep -q '<!-- bench-nbd-server:begin -->' "$DOC"; then
   printf '\n## NBD server\n\n<!-- bench-nbd-server:begin -->\n<!-- bench-nbd-server:end -->\n' >>"$DOC"

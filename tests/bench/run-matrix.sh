@@ -11,13 +11,16 @@
 # The rig: RTT 0 runs on loopback inside a private namespace (the no-network baseline);
 # every other RTT runs between two namespaces joined by a veth pair (MTU 1500), through
 # sluice-delay-relay, which holds each direction's bytes for RTT/2 (application-level
-# emulation: this kernel has no netem). Optional tc tbf rate limit on both veth ends.
-# Everything it creates (namespaces, veth, qdiscs, processes, files in /dev/shm) is
-# removed on exit, also on failure or Ctrl-C; every command runs under a timeout.
+# emulation: this kernel has no netem). Optional tc tbf rate limit on the client's veth.
+# Everything it creates (namespaces, veth, qdiscs, cgroups, processes, files in /dev/shm)
+# is removed on exit, also on failure, Ctrl-C or SIGTERM; what a killed run (SIGKILL)
+# left behind is removed by the next run. Every client, probe, read-back and wait has a
+# time limit; servers, relays and samplers are stopped by the harness after each run.
 #
-#   --quick            smoke test, under 3 minutes: 64 MiB, 1 run, RTT 0 and 1 ms, arms
-#                      A and C, the peers, and the reference writer's A and C; does not
-#                      touch docs/ unless --output is given
+#   --quick            smoke test: 64 MiB, 1 run, RTT 0 and 1 ms, arms A and C, the
+#                      peers, and the reference writer's A and C; stops starting runs
+#                      so as to end within its --budget (150 s); does not touch docs/
+#                      unless --output is given
 #   --runs N           runs per cell (default 3), arms interleaved, order rotating
 #   --size SIZE        image size (default 1G; quick 64M), random data on tmpfs
 #   --rtts LIST        comma-separated RTTs in ms; 0 means loopback (default 0,0.2,1,5,20)
@@ -25,10 +28,14 @@
 #                      reference (a plain Python NBD writer with record-sized writes,
 #                      arms A-D into nbdkit: checks that the rig shows the Nagle effect)
 #   --only REGEX       only arms whose "group/tool>dest" matches, e.g. 'nbd/(sluice-[AC]|nbdcopy)>nbdkit'
-#   --rate RATE        tc tbf rate on the veth, e.g. 10gbit (default: none)
-#   --timeout S        per-run limit in seconds (default 180; quick 30)
-#   --budget S         stop starting runs after S seconds (quick: 150)
-#   --sample-us N      TCP_INFO sampling interval (default 1000)
+#   --rate RATE        tc tbf rate on the client's veth, e.g. 10gbit (default: none;
+#                      loopback cells are never limited)
+#   --timeout S        per-run client limit in seconds (default 180; quick 15)
+#   --budget S         wall-time limit for the whole invocation (default none; quick
+#                      150): a round (every arm once at one RTT) is started only if it
+#                      can end in time, counting each run at its worst case (every wait
+#                      at its limit) and the report; a round cut short is left out
+#   --sample-us N      TCP_INFO sampling interval, a target (default 1000)
 #   --relay-sched S    fifo (default: the relay runs SCHED_FIFO priority 1, so a busy
 #                      machine does not make it late) or normal
 #   --results DIR      where the CSV and its metadata go (default tests/bench/results)
@@ -37,22 +44,24 @@
 #   --sluice PATH      the binary (default build/apps/sluice/sluice)
 #   --arm-flags A=F    replace the flags of Sluice arm A (sluice, sluice-A..D) with F for
 #                      an experiment, e.g. --arm-flags 'sluice-D=--depth 16'; repeatable;
-#                      the results and the doc say which arms were changed
+#                      the CSV (column flags), the tables and "What ran" show the flags
 #   --report CSV       only regenerate the section and plots from CSV (+ CSV's .json)
 #   --check            exit 0 if root, namespaces and the tools are here; else say why
 #
-# Exit status: 0 when every run that was attempted succeeded and was verified; 1 when a
-# run failed or an image did not match; 2 on a usage error; 3 when the machine cannot
-# run the rig (not root, no namespaces).
+# Exit status: 0 when every run was attempted, succeeded and was verified; 1 when a run
+# failed or an image did not match; 2 on a usage error; 3 when the machine cannot run
+# the rig (not root, no namespaces); 4 when the time budget cut the matrix short (every
+# run that ran was verified; the report marks the cells that lack runs).
 set -uo pipefail
 
 source_root=$(cd "$(dirname "$0")/../.." && pwd)
 rig=$source_root/tests/bench/rig
 PYTHON=/usr/bin/python3
 command_line="tests/bench/run-matrix.sh${*:+ $*}"
+started=$SECONDS # the time budget counts from the start
 
 quick=false runs= size= rtts= groups= only= rate= run_timeout= budget= sample_us=1000
-results_dir= output= no_docs=false sluice= report_csv= check_only=false relay_sched=fifo
+results_dir= output= no_docs=false sluice= report_csv= check_only=false relay_sched=fifo verify_timeout=
 arm_overrides=()
 
 usage() { sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; }
@@ -118,96 +127,68 @@ cannot() {
 for tool in ip tc ss nbdkit nbdcopy qemu-img iperf3 openssl gnuplot timeout /usr/bin/time "$PYTHON" g++; do
   command -v "$tool" >/dev/null 2>&1 || cannot "'$tool' is missing (Debian: iproute2 nbdkit libnbd-bin qemu-utils iperf3 openssl gnuplot-nox time g++)"
 done
-probe_ns=slbprobe-$$
-if ! ip netns add "$probe_ns" 2>/dev/null; then
-  cannot "'ip netns add' does not work here (no network namespaces in this container?)"
-fi
-ip netns del "$probe_ns" 2>/dev/null
-if $check_only; then
-  echo "run-matrix: this machine can run the rig (root, network namespaces, tools present)"
-  exit 0
-fi
-
-# --- settings --------------------------------------------------------------------------
-
-if $quick; then
-  runs=${runs:-1}
-  size=${size:-64M}
-  rtts=${rtts:-0,1}
-  groups=${groups:-nbd,nbd-tls,chunked,reference}
-  only=${only:-'^(nbd/(sluice-[AC]|sluice|nbdcopy|qemu-img)>(nbdkit|sluice)|nbd-tls/(sluice|nbdcopy)>nbdkit|chunked/sluice-[AC]>sluice|reference/ref-[AC]>nbdkit)$'}
-  run_timeout=${run_timeout:-30}
-  budget=${budget:-150}
-  calibration_seconds=2
-  ping_count=10
-else
-  runs=${runs:-3}
-  size=${size:-1G}
-  rtts=${rtts:-0,0.2,1,5,20}
-  groups=${groups:-nbd,nbd-tls,chunked,chunked-tls}
-  run_timeout=${run_timeout:-180}
-  budget=${budget:-0}
-  calibration_seconds=5
-  ping_count=50
-fi
-[[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"
-[[ $relay_sched =~ ^(fifo|normal)$ ]] || die "--relay-sched is fifo or normal"
-size_bytes=$(numfmt --from=iec "${size^^}") || die "--size: not a size: $size"
-((size_bytes >= 1048576 && size_bytes % 1048576 == 0)) || die "--size must be a whole number of MiB"
-IFS=, read -r -a rtt_list <<<"$rtts"
-for r in "${rtt_list[@]}"; do [[ $r =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--rtts: not a number of ms: $r"; done
-IFS=, read -r -a group_list <<<"$groups"
-for g in "${group_list[@]}"; do
-  [[ $g =~ ^(nbd|nbd-tls|chunked|chunked-tls|reference)$ ]] || die "--groups: unknown group $g"
-done
-sluice=${sluice:-$source_root/build/apps/sluice/sluice}
-[[ -x $sluice ]] || die "no sluice binary at $sluice (build first: meson setup build && ninja -C build)"
-
-started=$SECONDS
-stamp=$(date -u +%Y%m%d-%H%M%S)
-mode=full
-$quick && mode=quick
-# Quick runs leave docs alone unless an --output was asked for.
-write_docs=true
-if $no_docs || { $quick && [[ -z $output ]]; }; then write_docs=false; fi
-# Results that a doc points at are kept in the repository; others only if asked.
-if [[ -z $results_dir ]] && $write_docs; then results_dir=$source_root/tests/bench/results; fi
 
 # --- cleanup: everything started is stopped ----------------------------------------------
 
-work=$(mktemp -d /dev/shm/sluice-matrix.XXXXXX) || die "cannot make a work directory in /dev/shm"
+# Set up before the first namespace exists. Names carry our PID (slb<PID>-*,
+# sluice-matrix-<PID>.*), so that a later run can tell our leftovers from a live run's
+# if a SIGKILL skips this.
 tag=slb$$
-ns_lo=$tag-lo ns_a=$tag-a ns_b=$tag-b ns_c=$tag-c
-veth_a=${tag}a veth_b=${tag}b veth_c=${tag}c veth_d=${tag}d
-ip_a=10.231.0.1 ip_b=10.231.0.2 ip_b2=10.231.1.1 ip_c=10.231.1.2
 pids=()
 namespaces=()
+work=
+cgroup_dir=
 
-stop_pid() { # stop_pid PID: TERM, up to 3 s, then KILL
-  local pid=$1 i
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null
-  for ((i = 0; i < 30; i++)); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
+# stop_all PID...: TERM to all at once, up to stop_grace s for all, then KILL. Only for
+# children not yet reaped (a reaped PID may belong to someone else by now).
+stop_all() {
+  local pid i alive live=()
+  for pid; do [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null && live+=("$pid"); done
+  ((${#live[@]})) || return 0
+  kill -TERM "${live[@]}" 2>/dev/null
+  # Polled often: every run stops three processes, which mostly exit at once.
+  for ((i = 0; i < ${stop_grace:-3} * 50; i++)); do
+    alive=false
+    for pid in "${live[@]}"; do kill -0 "$pid" 2>/dev/null && alive=true; done
+    $alive || break
+    sleep 0.02
   done
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
+  for pid in "${live[@]}"; do kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null; done
+  for pid in "${live[@]}"; do wait "$pid" 2>/dev/null; done
   return 0
+}
+stop_pid() { stop_all "$1"; }
+
+# remove_cgroup DIR: what runs in it was started by this harness (or a killed earlier
+# run of it): kill it, then remove the cgroup and its children.
+remove_cgroup() {
+  local dir=$1 child pid
+  [[ -d $dir ]] || return 0
+  for child in "$dir"/*/; do
+    [[ -d $child ]] || continue
+    for pid in $(cat "$child/cgroup.procs" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+  done
+  sleep 0.1
+  for child in "$dir"/*/; do [[ -d $child ]] && rmdir "$child" 2>/dev/null; done
+  rmdir "$dir" 2>/dev/null
 }
 
 cleanup() {
   local status=$? pid ns
-  trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do stop_pid "$pid"; done
+  # Neither a second Ctrl-C nor a TERM may cut the cleanup short.
+  trap '' INT TERM
+  trap - EXIT
+  stop_all "${pids[@]}"
   # Anything still inside our namespaces was started by us: stop it by its PID.
   for ns in "${namespaces[@]}"; do
     for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
   done
   for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
-  ip link del "$veth_a" 2>/dev/null # only if they never reached their namespaces
-  ip link del "$veth_c" 2>/dev/null
-  rm -rf -- "$work"
+  # Only if they never reached their namespaces.
+  [[ -n ${veth_a:-} ]] && ip link del "$veth_a" 2>/dev/null
+  [[ -n ${veth_d:-} ]] && ip link del "$veth_d" 2>/dev/null
+  [[ -n $cgroup_dir ]] && remove_cgroup "$cgroup_dir"
+  [[ -n $work ]] && rm -rf -- "$work"
   exit "$status"
 }
 trap cleanup EXIT
@@ -221,10 +202,120 @@ untrack() {
   pids=("${keep[@]}")
 }
 
+probe_ns=$tag-probe
+namespaces+=("$probe_ns")
+if ! ip netns add "$probe_ns" 2>/dev/null; then
+  cannot "'ip netns add' does not work here (no network namespaces in this container?)"
+fi
+ip netns del "$probe_ns" 2>/dev/null
+namespaces=()
+if $check_only; then
+  echo "run-matrix: this machine can run the rig (root, network namespaces, tools present)"
+  exit 0
+fi
+
+# --- settings --------------------------------------------------------------------------
+
+if $quick; then
+  runs=${runs:-1}
+  size=${size:-64M}
+  rtts=${rtts:-0,1}
+  groups=${groups:-nbd,nbd-tls,chunked,reference}
+  only=${only:-'^(nbd/(sluice-[AC]|sluice|nbdcopy|qemu-img)>(nbdkit|sluice)|nbd-tls/(sluice|nbdcopy)>nbdkit|chunked/sluice-[AC]>sluice|reference/ref-[AC]>nbdkit)$'}
+  # 64 MiB take a second or two; the limits are sized so that the whole smoke test,
+  # cleanup included, ends well inside CI's 170 s (.ci/run).
+  run_timeout=${run_timeout:-15}
+  budget=${budget:-150}
+  calibration_seconds=2
+  ping_count=10
+  listen_wait=5 ready_wait=3 receiver_wait=5 report_timeout=10 verify_timeout=10
+else
+  runs=${runs:-3}
+  size=${size:-1G}
+  rtts=${rtts:-0,0.2,1,5,20}
+  groups=${groups:-nbd,nbd-tls,chunked,chunked-tls}
+  run_timeout=${run_timeout:-180}
+  budget=${budget:-0}
+  calibration_seconds=5
+  ping_count=50
+  listen_wait=10 ready_wait=5 receiver_wait=30 report_timeout=120
+fi
+[[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"
+[[ $run_timeout =~ ^[1-9][0-9]*$ ]] || die "--timeout needs a positive number of seconds"
+[[ $budget =~ ^[0-9]+$ ]] || die "--budget needs a number of seconds"
+[[ $relay_sched =~ ^(fifo|normal)$ ]] || die "--relay-sched is fifo or normal"
+size_bytes=$(numfmt --from=iec "${size^^}") || die "--size: not a size: $size"
+((size_bytes >= 1048576 && size_bytes % 1048576 == 0)) || die "--size must be a whole number of MiB"
+IFS=, read -r -a rtt_list <<<"$rtts"
+for r in "${rtt_list[@]}"; do [[ $r =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--rtts: not a number of ms: $r"; done
+IFS=, read -r -a group_list <<<"$groups"
+for g in "${group_list[@]}"; do
+  [[ $g =~ ^(nbd|nbd-tls|chunked|chunked-tls|reference)$ ]] || die "--groups: unknown group $g"
+done
+sluice=${sluice:-$source_root/build/apps/sluice/sluice}
+[[ -x $sluice ]] || die "no sluice binary at $sluice (build first: meson setup build && ninja -C build)"
+
+# Every wait in a run has a limit, and the time budget counts a run at its worst case,
+# all of them reached: a server listening, the relay and the sampler ready, the client
+# and its kill, a Chunked receiver's exit after the sender's and its kill, reading the
+# image back, and three stops (TERM, then KILL after stop_grace).
+kill_grace=5 stop_grace=3
+verify_timeout=${verify_timeout:-$run_timeout} # reading the image back
+run_worst=$((listen_wait + 2 * ready_wait + run_timeout + kill_grace + receiver_wait + kill_grace + verify_timeout + 3 * stop_grace))
+# Kept free at the end of the budget: the report and the cleanup.
+reserve=$((report_timeout + 2 * stop_grace))
+
+stamp=$(date -u +%Y%m%d-%H%M%S)
+load_at_start=$(cut -d' ' -f1-3 /proc/loadavg)
+mode=full
+$quick && mode=quick
+# Quick runs leave docs alone unless an --output was asked for.
+write_docs=true
+if $no_docs || { $quick && [[ -z $output ]]; }; then write_docs=false; fi
+# Results that a doc points at are kept in the repository; others only if asked.
+if [[ -z $results_dir ]] && $write_docs; then results_dir=$source_root/tests/bench/results; fi
+
+# --- leftovers of a killed run ----------------------------------------------------------
+
+# A run killed with SIGKILL (CI's `timeout -k` once its grace is over) ran no cleanup.
+# What it made carries its PID; whatever belongs to a PID that is no longer a
+# run-matrix goes, with the processes still inside its namespaces or cgroups.
+cgroup_root=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+matrix_alive() { { tr '\0' ' ' <"/proc/$1/cmdline"; } 2>/dev/null | grep -q run-matrix; }
+sweep_stale() {
+  local name pid p
+  for name in $(ip netns list 2>/dev/null | cut -d' ' -f1); do
+    [[ $name =~ ^slb([0-9]+)- || $name =~ ^slbprobe-([0-9]+)$ ]] || continue
+    pid=${BASH_REMATCH[1]}
+    matrix_alive "$pid" && continue
+    for p in $(ip netns pids "$name" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+    ip netns del "$name" 2>/dev/null && log "removed namespace $name, left behind by run $pid"
+  done
+  for name in $(ip -o link show 2>/dev/null | cut -d' ' -f2 | cut -d@ -f1 | tr -d :); do
+    [[ $name =~ ^slb([0-9]+)[a-d]$ ]] && ! matrix_alive "${BASH_REMATCH[1]}" && ip link del "$name" 2>/dev/null
+  done
+  for name in /dev/shm/sluice-matrix-*; do
+    [[ $name =~ /sluice-matrix-([0-9]+)\. ]] && ! matrix_alive "${BASH_REMATCH[1]}" && rm -rf -- "$name"
+  done
+  if [[ -n $cgroup_root ]]; then
+    for name in "$cgroup_root"/slb*; do
+      [[ ${name##*/} =~ ^slb([0-9]+)$ ]] && ! matrix_alive "${BASH_REMATCH[1]}" && remove_cgroup "$name"
+    done
+  fi
+  return 0
+}
+sweep_stale
+
+work=$(mktemp -d "/dev/shm/sluice-matrix-$$.XXXXXX") || die "cannot make a work directory in /dev/shm"
+ns_lo=$tag-lo ns_a=$tag-a ns_b=$tag-b ns_c=$tag-c
+veth_a=${tag}a veth_b=${tag}b veth_c=${tag}c veth_d=${tag}d
+ip_a=10.231.0.1 ip_b=10.231.0.2 ip_b2=10.231.1.1 ip_c=10.231.1.2
+
 # --- helpers -------------------------------------------------------------------------------
 
 clk_tck=$(getconf CLK_TCK)
-# cpu_seconds PID: user+system CPU of a live process (all its threads).
+# cpu_seconds PID: user+system CPU of a live process (all its threads, in clock ticks:
+# 10 ms steps). Only where there are no cgroups (see "CPU time" below).
 cpu_seconds() {
   local stat
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo ""; return; }
@@ -233,11 +324,14 @@ cpu_seconds() {
   awk -v u="${f[11]}" -v s="${f[12]}" -v t="$clk_tck" 'BEGIN { printf "%.3f", (u + s) / t }'
 }
 
+# listening NS PORT: something listens on PORT in NS.
+listening() { [[ -n $(ip netns exec "$1" timeout 5 ss -Hltn "sport = :$2" 2>/dev/null) ]]; }
+
 # wait_listening NS PORT SECONDS: until something listens on PORT in NS.
 wait_listening() {
   local ns=$1 port=$2 limit=$3 i
   for ((i = 0; i < limit * 50; i++)); do
-    [[ -n $(ip netns exec "$ns" ss -Hltn "sport = :$port" 2>/dev/null) ]] && return 0
+    listening "$ns" "$port" && return 0
     sleep 0.02
   done
   return 1
@@ -247,7 +341,7 @@ wait_listening() {
 wait_listening_while() {
   local pid=$1 ns=$2 port=$3 limit=$4 i
   for ((i = 0; i < limit * 50; i++)); do
-    [[ -n $(ip netns exec "$ns" ss -Hltn "sport = :$port" 2>/dev/null) ]] && return 0
+    listening "$ns" "$port" && return 0
     kill -0 "$pid" 2>/dev/null || return 1
     sleep 0.02
   done
@@ -263,13 +357,19 @@ wait_file() { # wait_file FILE SECONDS
   return 1
 }
 
+# Sets $port. Never call it inside $(...): a subshell's counter does not come back, and
+# the next caller would get the same port again.
 next_port=20000
 take_port() { port=$next_port; next_port=$((next_port + 1)); }
 
-digest() { openssl dgst -sha256 -r | cut -d' ' -f1; }
+digest() { timeout "$verify_timeout" openssl dgst -sha256 -r | cut -d' ' -f1; }
 
 elapsed() { echo $((SECONDS - started)); }
-over_budget() { ((budget > 0 && SECONDS - started + run_timeout > budget)); }
+# A run may start only if it ends in time even at its worst, the report included.
+over_budget() { ((budget > 0 && SECONDS - started + run_worst + reserve > budget)); }
+# round_fits SECONDS: a round that takes SECONDS (as the last one did) can still run all
+# its runs within the budget.
+round_fits() { ((budget == 0 || SECONDS - started + $1 + run_worst + reserve <= budget)); }
 
 # --- bench helpers (relay, sampler) ---------------------------------------------------------
 
@@ -284,26 +384,80 @@ fi
 
 # A link does not wait for a CPU: real-time scheduling keeps the relay's releases on time
 # when the client, the server and other work compete for the cores. The calibration's
-# ping endpoints get it too: they are the instrument measuring the path.
-relay_prefix=()
+# ping endpoints get it too: they are the instrument measuring the path. So does the
+# TCP_INFO sampler, whatever --relay-sched says: a dump that waits for a CPU comes late,
+# and its weight (the gap) stands in for states nobody saw. (Most of the dumps it used
+# to miss were the cost of each dump, though: see "namespaces" below.)
+relay_prefix=() instrument_prefix=()
+if chrt -f 1 true 2>/dev/null; then instrument_prefix=(chrt -f 1); else
+  log "chrt -f 1 does not work here: the sampler runs with normal scheduling"
+fi
 if [[ $relay_sched == fifo ]]; then
-  if chrt -f 1 true 2>/dev/null; then relay_prefix=(chrt -f 1); else
+  if ((${#instrument_prefix[@]})); then relay_prefix=(chrt -f 1); else
     log "chrt -f 1 does not work here: the relay runs with normal scheduling"
     relay_sched=normal
   fi
 fi
+
+# --- CPU time ---------------------------------------------------------------------------------
+
+# Each side (client, server, relay) runs in a cgroup v2 of its own; its CPU time is the
+# growth of that cgroup's cpu.stat usage_usec over the run: microseconds, every thread
+# and child counted, also those that exited (a server's per-connection threads end with
+# the connection). Without a writable cgroup v2 hierarchy: /usr/bin/time and
+# /proc/PID/stat, in 10 ms clock ticks.
+cpu_source="cgroup v2 cpu.stat usage_usec (microseconds)"
+if [[ -n $cgroup_root ]] && mkdir "$cgroup_root/$tag" 2>/dev/null; then
+  cgroup_dir=$cgroup_root/$tag
+  mkdir "$cgroup_dir/client" "$cgroup_dir/server" "$cgroup_dir/relay" 2>/dev/null &&
+    sh -c 'echo $$ >&3 && exec "$@" 3>&-' sh "${relay_prefix[@]}" true 3>"$cgroup_dir/relay/cgroup.procs" 2>/dev/null &&
+    grep -q '^usage_usec ' "$cgroup_dir/relay/cpu.stat" 2>/dev/null || { remove_cgroup "$cgroup_dir"; cgroup_dir=; }
+fi
+if [[ -z $cgroup_dir ]]; then
+  cpu_source="/usr/bin/time and /proc/PID/stat (clock ticks: 10 ms steps)"
+  log "no usable cgroup v2 hierarchy: CPU times come from $cpu_source"
+fi
+# in_cgroup SIDE: sets cg_run to the words that start a command in SIDE's cgroup, and
+# cg_procs to what the command's fd 3 must be opened on: its cgroup.procs, opened here
+# because `ip netns exec` remounts /sys, hiding the cgroup tree from the command.
+in_cgroup() {
+  cg_run=() cg_procs=/dev/null
+  [[ -n $cgroup_dir ]] && cg_run=(sh -c 'echo $$ >&3 && exec "$@" 3>&-' sh) cg_procs=$cgroup_dir/$1/cgroup.procs
+  return 0
+}
+cg_usec() { [[ -n $cgroup_dir ]] && awk '$1 == "usage_usec" { print $2 }' "$cgroup_dir/$1/cpu.stat"; }
+usec_delta() { [[ -n $1 && -n $2 ]] && awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", (b - a) / 1e6 }'; }
 
 # --- namespaces -------------------------------------------------------------------------------
 
 # client (ns_a) --veth-- relay, or a plain router (ns_b) --veth-- server (ns_c); both
 # legs MTU 1500. The relay cells go client -> relay -> server; "direct" (calibration)
 # goes through ns_b's kernel forwarding instead, over the same two links.
+#
+# The sampler's sock_diag dumps walk the namespace's whole TCP established hash table:
+# the host's (262,144 buckets on the development machine) takes 2 to 6 ms a dump, so
+# 1 ms samples were impossible. A namespace created from one whose
+# net.ipv4.tcp_child_ehash_entries is set gets a table of its own of that size (Linux
+# 6.1+): ns_b is made first and the others from inside it (nsenter, not `ip netns exec`,
+# whose private mount namespace would hide the new namespace's mount).
 log "setting up namespaces: $ns_lo (loopback); $ns_a <-> $ns_b <-> $ns_c (veth, MTU 1500${rate:+, tbf $rate})"
-for ns in "$ns_lo" "$ns_a" "$ns_b" "$ns_c"; do
-  ip netns add "$ns" || die "ip netns add $ns failed"
+ip netns add "$ns_b" || die "ip netns add $ns_b failed"
+namespaces+=("$ns_b")
+own_hash=false
+if command -v nsenter >/dev/null && ip netns exec "$ns_b" sysctl -qw net.ipv4.tcp_child_ehash_entries=4096 2>/dev/null; then
+  own_hash=true
+else
+  log "no per-namespace TCP hash tables (nsenter missing or Linux < 6.1): the sampler's dumps walk the host's, and it will take far fewer samples than asked for"
+fi
+for ns in "$ns_lo" "$ns_a" "$ns_c"; do
+  if $own_hash; then
+    nsenter --net="/var/run/netns/$ns_b" ip netns add "$ns" || die "ip netns add $ns failed"
+  else
+    ip netns add "$ns" || die "ip netns add $ns failed"
+  fi
   namespaces+=("$ns")
-  ip -n "$ns" link set lo up || die "cannot bring up lo in $ns"
 done
+for ns in "$ns_lo" "$ns_a" "$ns_b" "$ns_c"; do ip -n "$ns" link set lo up || die "cannot bring up lo in $ns"; done
 # veth_pair NS1 DEV1 ADDR1 NS2 DEV2 ADDR2
 veth_pair() {
   ip link add "$2" mtu 1500 type veth peer name "$5" mtu 1500 &&
@@ -332,19 +486,19 @@ fi
 
 source_image=$work/source.img
 log "making a $(numfmt --to=iec-i --suffix=B "$size_bytes") image of random data on tmpfs"
-head -c "$size_bytes" /dev/urandom >"$source_image" || die "cannot write $source_image"
+timeout 300 head -c "$size_bytes" /dev/urandom >"$source_image" || die "cannot write $source_image"
 source_sha=$(digest <"$source_image")
 
 certs=$work/certs
 mkdir -p "$certs"
 {
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+  timeout 30 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
     -keyout "$certs/ca-key.pem" -out "$certs/ca-cert.pem" -subj /CN=sluice-bench-ca &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    timeout 30 openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
       -keyout "$certs/server-key.pem" -out "$certs/server.csr" -subj /CN=localhost &&
     printf 'subjectAltName=IP:127.0.0.1,IP:%s,DNS:localhost\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature\n' \
       "$ip_b,IP:$ip_c" >"$certs/ext.cnf" &&
-    openssl x509 -req -in "$certs/server.csr" -CA "$certs/ca-cert.pem" -CAkey "$certs/ca-key.pem" \
+    timeout 30 openssl x509 -req -in "$certs/server.csr" -CA "$certs/ca-cert.pem" -CAkey "$certs/ca-key.pem" \
       -CAcreateserial -days 2 -extfile "$certs/ext.cnf" -out "$certs/server-cert.pem"
 } >"$work/openssl.log" 2>&1 || die "cannot make the TLS certificates: $(cat "$work/openssl.log")"
 
@@ -414,11 +568,15 @@ declare -A arm_flags=(
   [ref-C]="--depth 8 --nodelay"
   [ref-D]="--depth 8"
 )
+# --arm-flags: the arm keeps its name, so every row says which flags it ran with (CSV
+# column flags) and the report titles changed arms by those flags, not the stock ones.
+declare -A overridden=()
 for override in "${arm_overrides[@]}"; do
   arm=${override%%=*}
   [[ $override == *=* && $arm =~ ^sluice(-[ABCD])?$ ]] || die "--arm-flags: want sluice or sluice-A..D=FLAGS, not '$override'"
   arm_flags[$arm]=${override#*=}
-  log "arm $arm runs with '${arm_flags[$arm]}' (--arm-flags)"
+  overridden[$arm]=1
+  log "arm $arm runs with '${arm_flags[$arm]}' (--arm-flags), not its stock flags"
 done
 arms=()
 for group in "${group_list[@]}"; do
@@ -486,11 +644,12 @@ iperf_rate() { # iperf_rate NS-CLIENT HOST PORT: Gbit/s received, from iperf3 -J
 
 start_relay() { # start_relay RTT LISTEN-PORT TARGET-PORT: relay in ns_b to the server's ns_c; sets relay_pid
   rm -f "$work/relay.ready" "$work/relay.json"
-  ip netns exec "$ns_b" "${relay_prefix[@]}" "$relay" --listen "$ip_b:$2" --connect "$ip_c:$3" --rtt "$1" --quiet \
-    --ready-file "$work/relay.ready" >"$work/relay.json" 2>"$work/relay.err" &
+  in_cgroup relay
+  ip netns exec "$ns_b" "${cg_run[@]}" "${relay_prefix[@]}" "$relay" --listen "$ip_b:$2" --connect "$ip_c:$3" --rtt "$1" --quiet \
+    --ready-file "$work/relay.ready" >"$work/relay.json" 2>"$work/relay.err" 3>"$cg_procs" &
   relay_pid=$!
   track "$relay_pid"
-  wait_file "$work/relay.ready" 5 || { log "relay did not start: $(cat "$work/relay.err")"; return 1; }
+  wait_file "$work/relay.ready" "$ready_wait" || { log "relay did not start: $(cat "$work/relay.err")"; return 1; }
 }
 stop_relay() {
   stop_pid "$relay_pid"
@@ -499,9 +658,11 @@ stop_relay() {
 
 ratio_of() { "$PYTHON" -c 'import sys; a, b = sys.argv[1:]; print(f"{float(b) / float(a):.2f}" if a and b else "?")' "$1" "$2"; }
 
-# nbd_rate direct|relay: MiB/s of nbdcopy writing the image into nbdkit across the veth.
+# nbd_rate direct|relay VAR: MiB/s of nbdcopy writing the image into nbdkit across the
+# veth, into VAR (not printed: it takes ports, see take_port).
 nbd_rate() {
   local how=$1 port_server port_client pid start end micros
+  printf -v "$2" %s ""
   take_port; port_server=$port
   take_port; port_client=$port
   local host=$ip_b
@@ -513,7 +674,7 @@ nbd_rate() {
     if ip netns exec "$ns_a" timeout "$run_timeout" nbdcopy --flush "$source_image" "nbd://$host:$port_client/" >/dev/null 2>&1; then
       end=$EPOCHREALTIME
       micros=$((10#${end/./} - 10#${start/./}))
-      awk -v b="$size_bytes" -v m="$micros" 'BEGIN { printf "%.0f", b / 1048576 / (m / 1e6) }'
+      printf -v "$2" %s "$(awk -v b="$size_bytes" -v m="$micros" 'BEGIN { printf "%.0f", b / 1048576 / (m / 1e6) }')"
     fi
     [[ $how == relay ]] && stop_relay
   fi
@@ -553,8 +714,8 @@ calibrate() {
 
   # The same for an NBD write of the image: nbdcopy into nbdkit, direct and relayed.
   local nbd_direct nbd_relayed nbd_ratio
-  nbd_direct=$(nbd_rate direct)
-  nbd_relayed=$(nbd_rate relay)
+  nbd_rate direct nbd_direct
+  nbd_rate relay nbd_relayed
   nbd_ratio=$(ratio_of "${nbd_direct:-}" "${nbd_relayed:-}")
   log "nbdcopy -> nbdkit over the veth: routed ${nbd_direct:-?} MiB/s; through the relay at 0 ms ${nbd_relayed:-?} MiB/s (ratio $nbd_ratio)"
 
@@ -626,10 +787,13 @@ fi
 : >"$csv"
 failures=0
 
-# record KEY=VALUE...: one CSV row (matrix.py reads the run's files).
+# record KEY=VALUE...: one CSV row (matrix.py reads the run's files). Loopback cells are
+# never rate-limited: their rows say rate=none whatever --rate was.
 record() {
+  local row_rate=${rate:-none} arg
+  for arg; do [[ $arg == link=loopback ]] && row_rate=none; done
   "$PYTHON" "$rig/matrix.py" row "$csv" "date=$(date -u +%FT%TZ)" "size_bytes=$size_bytes" \
-    "rate=${rate:-none}" "expected_sha256=$source_sha" "$@"
+    "rate=$row_rate" "expected_sha256=$source_sha" "$@"
 }
 
 # run_one ARM RTT RUN ORDER
@@ -652,12 +816,16 @@ run_one() {
   connect_port=$server_port
   [[ $link == veth ]] && connect_port=$relay_port
 
-  local base=(rtt_ms="$rtt" link="$link" group="$group" tool="$tool" arm="$arm" dest="$dest" run="$run" order="$order")
+  local base=(rtt_ms="$rtt" link="$link" group="$group" tool="$tool" arm="$arm" dest="$dest" run="$run" order="$order"
+    "flags=${arm_flags[$tool]:-}")
+  local label=$arm
+  [[ -n ${overridden[$tool]:-} ]] && label+=" [${arm_flags[$tool]}]"
   local destination=$work/destination.img
   rm -f "$destination"
 
   # The destination server.
   local server=() server_pid server_cpu="" server_time=$run_dir/server.time once=false
+  local server_before client_before relay_before
   case $group/$dest in
     nbd*/nbdkit | reference/nbdkit)
       server=(nbdkit -f --exit-with-parent -i "$server_host" -p "$server_port")
@@ -673,17 +841,27 @@ run_one() {
       truncate -s "$size_bytes" "$destination"
       local scheme=tcp
       $tls && scheme=tls
-      # timeout bounds the wait for its exit below (it signals its whole process group).
-      server=(timeout -k 5 "$((run_timeout + 30))" /usr/bin/time -f '%e %U %S' -o "$server_time" "$sluice" serve --protocol chunked
+      # Its timeout bounds the wait for its exit below (it signals its whole process
+      # group): it may outlive the longest client by receiver_wait.
+      server=(timeout -k "$kill_grace" "$((listen_wait + 2 * ready_wait + run_timeout + kill_grace + receiver_wait))")
+      [[ -z $cgroup_dir ]] && server+=(/usr/bin/time -f '%e %U %S' -o "$server_time")
+      server+=("$sluice" serve --protocol chunked
         --listen "$scheme://$server_host:$server_port" --output "$destination" --size "$size_bytes" --once)
       $tls && server+=(--tls-cert "$certs/server-cert.pem" --tls-key "$certs/server-key.pem")
       once=true
       ;;
   esac
-  ip netns exec "$server_ns" "${server[@]}" >"$run_dir/server.out" 2>"$run_dir/server.err" &
+  in_cgroup server
+  # A Chunked receiver's timeout stays outside its cgroup: only the receiver is counted.
+  if $once && [[ -n $cgroup_dir ]]; then
+    server=("${server[@]:0:4}" "${cg_run[@]}" "${server[@]:4}")
+    cg_run=()
+  fi
+  server_before=$(cg_usec server)
+  ip netns exec "$server_ns" "${cg_run[@]}" "${server[@]}" >"$run_dir/server.out" 2>"$run_dir/server.err" 3>"$cg_procs" &
   server_pid=$!
   track "$server_pid"
-  if ! wait_listening_while "$server_pid" "$server_ns" "$server_port" 10; then
+  if ! wait_listening_while "$server_pid" "$server_ns" "$server_port" "$listen_wait"; then
     stop_pid "$server_pid"; untrack "$server_pid"
     record "${base[@]}" status=fail "note=server did not listen: $(head -c 300 "$run_dir/server.err" | tr '\n' ' ')"
     failures=$((failures + 1))
@@ -691,6 +869,7 @@ run_one() {
   fi
 
   # The relay (veth cells).
+  relay_before=$(cg_usec relay)
   if [[ $link == veth ]] && ! start_relay "$rtt" "$relay_port" "$server_port"; then
     stop_pid "$server_pid"; untrack "$server_pid"
     record "${base[@]}" status=fail "note=relay did not start"
@@ -738,18 +917,30 @@ run_one() {
       ;;
   esac
 
-  ip netns exec "$client_ns" "$sampler" --port "$connect_port" --interval-us "$sample_us" >"$run_dir/sampler.json" 2>"$run_dir/sampler.err" &
+  ip netns exec "$client_ns" "${instrument_prefix[@]}" "$sampler" --port "$connect_port" --interval-us "$sample_us" \
+    >"$run_dir/sampler.json" 2>"$run_dir/sampler.err" &
   local sampler_pid=$!
   track "$sampler_pid"
   # Its SIGTERM handler must be in place before the end of the run can stop it.
-  wait_file "$run_dir/sampler.err" 5 || log "the sampler did not start: the run will lack its TCP figures"
+  wait_file "$run_dir/sampler.err" "$ready_wait" || log "the sampler did not start: the run will lack its TCP figures"
 
-  local start end status
+  # The client's CPU: its cgroup (timeout stays outside it), else /usr/bin/time.
+  local wrapper=()
+  in_cgroup client
+  if [[ -n $cgroup_dir ]]; then wrapper=("${cg_run[@]}"); else wrapper=(/usr/bin/time -f '%e %U %S' -o "$run_dir/client.time"); fi
+  client_before=$(cg_usec client)
+  local start end status client_pid
   start=$EPOCHREALTIME
-  ip netns exec "$client_ns" timeout -k 5 "$run_timeout" /usr/bin/time -f '%e %U %S' -o "$run_dir/client.time" \
-    "${client[@]}" >"$run_dir/client.out" 2>"$run_dir/client.err"
+  # In the background and waited for: bash runs a trap only once a foreground command
+  # returns, and a TERM (CI's timeout) must reach the cleanup now, not after --timeout.
+  ip netns exec "$client_ns" timeout -k "$kill_grace" "$run_timeout" "${wrapper[@]}" \
+    "${client[@]}" >"$run_dir/client.out" 2>"$run_dir/client.err" 3>"$cg_procs" &
+  client_pid=$!
+  track "$client_pid"
+  wait "$client_pid"
   status=$?
   end=$EPOCHREALTIME
+  untrack "$client_pid"
 
   # One-way Chunked: the sender is done when its last bytes are in a socket buffer (or
   # the relay's ring), the transfer when the receiver has written them and exits. Time
@@ -758,12 +949,15 @@ run_one() {
   if $once && ((status == 0)); then
     wait "$server_pid"
     receiver_status=$?
-    untrack "$server_pid"
     end=$EPOCHREALTIME
+    untrack "$server_pid"
+    server_pid= # reaped: nothing left to stop
   fi
   local micros=$((10#${end/./} - 10#${start/./}))
   local seconds
   seconds=$(printf '%d.%06d' $((micros / 1000000)) $((micros % 1000000)))
+  local client_cpu
+  client_cpu=$(usec_delta "$client_before" "$(cg_usec client)")
 
   stop_pid "$sampler_pid"; untrack "$sampler_pid"
 
@@ -777,36 +971,45 @@ run_one() {
   # The server's CPU; a Chunked receiver exits by itself once the image is written.
   if $once; then
     if ((receiver_status == 0)); then
-      read -r _ u s < <(tail -n1 "$server_time") && server_cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", u + s }')
+      if [[ -n $cgroup_dir ]]; then
+        server_cpu=$(usec_delta "$server_before" "$(cg_usec server)")
+      else
+        read -r _ u s < <(tail -n1 "$server_time") && server_cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.3f", u + s }')
+      fi
     else
       $ok && note="receiver exit status $receiver_status: $(tail -c 300 "$run_dir/server.err" | tr '\n' ' ')"
       ok=false
     fi
+  elif [[ -n $cgroup_dir ]]; then
+    server_cpu=$(usec_delta "$server_before" "$(cg_usec server)")
   else
     server_cpu=$(cpu_seconds "$server_pid")
   fi
   local relay_cpu=""
   if [[ $link == veth ]]; then
-    relay_cpu=$(cpu_seconds "$relay_pid")
+    if [[ -n $cgroup_dir ]]; then relay_cpu=$(usec_delta "$relay_before" "$(cg_usec relay)"); else relay_cpu=$(cpu_seconds "$relay_pid"); fi
     stop_relay
   fi
 
-  # Verify: the bytes the server received, hashed.
+  # Verify: the bytes the server received, hashed (in the background, as the client).
   if $ok; then
     case $dest in
       nbdkit)
         local read_uri=nbd://$server_host:$server_port/
         $tls && read_uri="nbds://$server_host:$server_port/?tls-certificates=$certs"
-        received=$(ip netns exec "$server_ns" timeout "$run_timeout" nbdcopy "$read_uri" - | digest)
+        { ip netns exec "$server_ns" timeout -k "$kill_grace" "$verify_timeout" nbdcopy "$read_uri" - | digest >"$run_dir/received"; } &
         ;;
       sluice)
-        $once || stop_pid "$server_pid"
-        received=$(digest <"$destination")
+        # Stopped first: a file is complete once its writer has gone.
+        $once || { stop_pid "$server_pid"; untrack "$server_pid"; server_pid=; }
+        digest <"$destination" >"$run_dir/received" &
         ;;
     esac
+    wait $!
+    received=$(cat "$run_dir/received" 2>/dev/null)
     if [[ $received != "$source_sha" ]]; then
       ok=false
-      note="received image differs from the source (sha256 $received)"
+      note="received image differs from the source (sha256 ${received:-not read})"
     fi
   fi
   stop_pid "$server_pid"; untrack "$server_pid"
@@ -817,15 +1020,15 @@ run_one() {
   local result=ok
   $ok || { result=fail; failures=$((failures + 1)); }
   record "${base[@]}" status="$result" "note=$note" seconds="$seconds" \
-    client_time_file="$run_dir/client.time" sampler_file="$run_dir/sampler.json" stats_file="$stats_file" \
-    relay_file="$([[ $link == veth ]] && echo "$work/relay.json")" server_cpu_s="$server_cpu" relay_cpu_s="$relay_cpu" \
-    sha256="$received" "command=${client[*]}"
+    client_time_file="$run_dir/client.time" client_cpu_s="$client_cpu" sampler_file="$run_dir/sampler.json" \
+    stats_file="$stats_file" relay_file="$([[ $link == veth ]] && echo "$work/relay.json")" \
+    server_cpu_s="$server_cpu" relay_cpu_s="$relay_cpu" sha256="$received" "command=${client[*]}"
   local rate_text
   rate_text=$(awk -v b="$size_bytes" -v s="$seconds" 'BEGIN { printf "%.0f", b / 1048576 / s }')
   if $ok; then
-    log "$(printf '%-7s %-30s run %d  %6ss  %6s MiB/s  verified' "$(rtt_label "$rtt")" "$arm" "$run" "$seconds" "$rate_text")"
+    log "$(printf '%-7s %-30s run %d  %6ss  %6s MiB/s  verified' "$(rtt_label "$rtt")" "$label" "$run" "$seconds" "$rate_text")"
   else
-    log "$(printf '%-7s %-30s run %d  FAILED: %s' "$(rtt_label "$rtt")" "$arm" "$run" "$note")"
+    log "$(printf '%-7s %-30s run %d  FAILED: %s' "$(rtt_label "$rtt")" "$label" "$run" "$note")"
   fi
 }
 
@@ -842,75 +1045,117 @@ for entry in "${skipped_arms[@]}"; do
   done
 done
 
+# The budget cuts whole rounds only (a round: every arm once at one RTT), so that every
+# cell of an RTT has the same number of runs: a round starts only if, going by the
+# last round's time (at this RTT, else the previous one), its last run can still end in
+# time at its worst; a run starts only if it can. A round cut short all the same is
+# left out: its rows are kept in the CSV with status "cut".
+if ((budget > 0)); then
+  log "time budget ${budget}s: runs start until $((budget - run_worst - reserve))s (a run's worst case is ${run_worst}s: ${run_timeout}s client limit, waits, kills and the read-back; ${reserve}s kept for the report and the cleanup)"
+  ((budget - run_worst - reserve > 0)) || log "WARNING: the budget leaves no time for any run"
+fi
 budget_hit=false
+declare -A rounds_done=() round_seconds=()
+last_round=
 n=${#runnable[@]}
 for rtt in "${rtt_list[@]}"; do
+  rounds_done[$rtt]=0
+done
+for rtt in "${rtt_list[@]}"; do
   for ((run = 1; run <= runs; run++)); do
+    estimate=${round_seconds[$rtt]:-$last_round}
+    if ((n > 0)) && [[ -n $estimate ]] && ! round_fits "$estimate"; then
+      budget_hit=true
+      break 2
+    fi
+    round_start=$SECONDS
     # Interleaved: every arm once per round, the order rotating each round.
     for ((i = 0; i < n; i++)); do
       arm=${runnable[(i + run - 1) % n]}
       if over_budget; then
         budget_hit=true
+        ((i > 0)) && "$PYTHON" "$rig/matrix.py" cut "$csv" "$rtt" "$run"
         break 3
       fi
       run_one "$arm" "$rtt" "$run" "$((i + 1))"
     done
+    last_round=$((SECONDS - round_start))
+    ((last_round > ${round_seconds[$rtt]:-0})) && round_seconds[$rtt]=$last_round
+    rounds_done[$rtt]=$run
   done
 done
-$budget_hit && log "time budget of ${budget}s reached after $(elapsed)s: the remaining runs were not started"
+budget_text=""
+if $budget_hit; then
+  for rtt in "${rtt_list[@]}"; do budget_text+="${budget_text:+, }$(rtt_label "$rtt") ${rounds_done[$rtt]} of $runs"; done
+  budget_text="the ${budget}s time budget cut the matrix short after $(elapsed)s: complete rounds per RTT: $budget_text"
+fi
 
 # --- the report --------------------------------------------------------------------------------
 
 machine="$(nproc) CPUs ($(sed -n '/^model name/{s/^model name[[:space:]]*: //;p;q}' /proc/cpuinfo)), \
 $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r); \
-load average at the start $(cut -d' ' -f1-3 /proc/loadavg)"
+load average at the start $load_at_start"
 versions="$("$sluice" --version); $(nbdkit --version); $(nbdcopy --version | head -n1); \
 $(qemu-img --version | head -n1); $(iperf3 --version | head -n1); $(openssl version)"
 meta=${csv%.csv}.json
 unavailable_text=$(printf '%s\n' "${unavailable[@]}")
-$budget_hit && unavailable_text+=$'\n'"runs after the ${budget}s time budget"
+overrides_text=""
+for tool in "${!overridden[@]}"; do overrides_text+="$tool=${arm_flags[$tool]}"$'\n'; done
 image_text="$(numfmt --to=iec-i --suffix=B "$size_bytes") of random data on tmpfs (/dev/shm); destinations: nbdkit memory plugin, or sluice serve writing a file on tmpfs"
-rig_text="RTT 0: loopback in a private namespace; other RTTs: client and server in two namespaces, each joined by a veth pair (MTU 1500${rate:+, client link limited by tc tbf to $rate}) to a middle namespace where sluice-delay-relay holds each direction's bytes for RTT/2 (application-level RTT emulation; the kernel has no netem)"
-"$PYTHON" - "$meta" "$calibration_json" "$command_line" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$mode" "$runs" \
-  "$machine" "$versions" "$image_text" "$rig_text" "$source_root" "$unavailable_text" <<'EOF'
+rig_text="RTT 0: loopback in a private namespace${rate:+ (not rate-limited)}; other RTTs: client and server in two namespaces, each joined by a veth pair (MTU 1500${rate:+, client link limited by tc tbf to $rate}) to a middle namespace where sluice-delay-relay holds each direction's bytes for RTT/2 (application-level RTT emulation; the kernel has no netem)"
+sampler_text="the client's sockets' TCP_INFO through sock_diag, one dump every ${sample_us} us as a target"
+((${#instrument_prefix[@]})) && sampler_text+=" at SCHED_FIFO 1"
+$own_hash && sampler_text+=", in namespaces with their own 4,096-bucket TCP hash table (a dump of the host's 262,144-bucket table took 2-6 ms)"
+sampler_text+="; each sample weighted by the time since the previous dump; final counters from sock_diag destroy notifications"
+timeout "$report_timeout" "$PYTHON" - "$meta" "$calibration_json" "$command_line" "$(date -u '+%Y-%m-%d %H:%M UTC')" "$mode" "$runs" \
+  "$machine" "$versions" "$image_text" "$rig_text" "$source_root" "$unavailable_text" "$budget" "$budget_text" \
+  "$cpu_source" "$sampler_text" "$sample_us" "$overrides_text" <<'EOF'
 import json, sys
 (meta_path, calibration_path, command, date, mode, runs, machine, versions, image, rig, source_root,
- unavailable) = sys.argv[1:]
+ unavailable, budget, budget_cut, cpu_source, sampler, sample_us, overrides) = sys.argv[1:]
+overrides = dict(l.split("=", 1) for l in overrides.splitlines() if l)
+commands = [
+    "Sluice NBD arms: `sluice copy --stats [ARM FLAGS] SRC nbd://HOST:PORT/disk` (TLS: `nbds://...` with "
+    "`--tls-ca`); each arm on one connection (`--connections 1`, as the field's writer); A `--depth 1 "
+    "--no-nodelay`, B `--depth 1`, C no other flags (2 MiB requests, NODELAY, the automatic depth: 8, more "
+    "when the handshake measured a long round trip), D `--no-nodelay`; \"Sluice defaults\" is `sluice copy "
+    "--stats SRC DEST` with no flags at all (two connections where the server offers multi-conn and is under "
+    "0.5 ms away, else one), the arm the peers are measured against",
+    "Sluice Chunked arms: `sluice copy --stats --protocol chunked [ARM FLAGS] SRC tcp://HOST:PORT` (TLS: "
+    "`tls://`) into `sluice serve --protocol chunked --output FILE --size N --once`",
+    "nbdcopy: `nbdcopy --flush SRC nbd://HOST:PORT/disk` (TLS: `nbds://...?tls-certificates=DIR`) with its "
+    "defaults: up to 4 connections when the server offers multi-conn, 64 requests of 256 KiB in flight",
+    "qemu-img: `qemu-img convert -n -W -m 16 -t writeback -f raw -O raw SRC nbd://HOST:PORT/disk` (TLS: "
+    "`--object tls-creds-x509` and `--target-image-opts`); -t writeback so that it flushes at the end like "
+    "the others",
+    "Reference arms (a rig self-check, not a peer): `tests/bench/rig/nbd_reference_writer.py` writes 2 MiB "
+    "requests, each a 28-byte header write and the payload in 16,413-byte writes (the field's TLS record "
+    "writes); A `--depth 1`, B `--depth 1 --nodelay`, C `--depth 8 --nodelay`, D `--depth 8`",
+    "nbdkit: `nbdkit -f -i HOST -p PORT memory size=N` (TLS: `--tls=require --tls-certificates=DIR`); "
+    "Sluice's NBD server: `sluice serve --protocol nbd --listen tcp://HOST:PORT --export disk=FILE` "
+    "(TLS: `--tls-cert --tls-key`); servers always run with their defaults",
+    f"Every run: a fresh server, relay and sampler; the client under `timeout`; CPU times from {cpu_source}; "
+    f"TCP figures: {sampler}; then the received image hashed (nbdkit: read back with nbdcopy; files: hashed "
+    "directly) and compared with the source's SHA-256",
+]
+if overrides:
+    commands.insert(0, "**Changed for this run with `--arm-flags`** (these arms did not run their stock flags "
+                    "above; the tables title them by the flags they ran): " +
+                    "; ".join(f"{arm} ran `{flags or '(no flags)'}`" for arm, flags in sorted(overrides.items())))
 meta = {
     "command": command, "date": date, "mode": mode, "runs": int(runs), "machine": machine,
     "versions": versions, "image": image, "rig": rig, "source_root": source_root,
     "unavailable": [l for l in unavailable.splitlines() if l],
+    "budget_s": int(budget), "budget_cut": budget_cut, "cpu_source": cpu_source,
+    "sample_interval_us": int(sample_us), "arm_overrides": overrides,
     "calibration": json.load(open(calibration_path)),
-    "commands": [
-        "Sluice NBD arms: `sluice copy --stats [ARM FLAGS] SRC nbd://HOST:PORT/disk` (TLS: `nbds://...` with "
-        "`--tls-ca`); each arm on one connection (`--connections 1`, as the field's writer); A `--depth 1 "
-        "--no-nodelay`, B `--depth 1`, C no other flags (2 MiB requests, NODELAY, the automatic depth: 8, more "
-        "when the handshake measured a long round trip), D `--no-nodelay`; \"Sluice defaults\" is `sluice copy "
-        "--stats SRC DEST` with no flags at all (two connections where the server offers multi-conn and is under "
-        "0.5 ms away, else one), the arm the peers are measured against",
-        "Sluice Chunked arms: `sluice copy --stats --protocol chunked [ARM FLAGS] SRC tcp://HOST:PORT` (TLS: "
-        "`tls://`) into `sluice serve --protocol chunked --output FILE --size N --once`",
-        "nbdcopy: `nbdcopy --flush SRC nbd://HOST:PORT/disk` (TLS: `nbds://...?tls-certificates=DIR`) with its "
-        "defaults: up to 4 connections when the server offers multi-conn, 64 requests of 256 KiB in flight",
-        "qemu-img: `qemu-img convert -n -W -m 16 -t writeback -f raw -O raw SRC nbd://HOST:PORT/disk` (TLS: "
-        "`--object tls-creds-x509` and `--target-image-opts`); -t writeback so that it flushes at the end like "
-        "the others",
-        "Reference arms (a rig self-check, not a peer): `tests/bench/rig/nbd_reference_writer.py` writes 2 MiB "
-        "requests, each a 28-byte header write and the payload in 16,413-byte writes (the field's TLS record "
-        "writes); A `--depth 1`, B `--depth 1 --nodelay`, C `--depth 8 --nodelay`, D `--depth 8`",
-        "nbdkit: `nbdkit -f -i HOST -p PORT memory size=N` (TLS: `--tls=require --tls-certificates=DIR`); "
-        "Sluice's NBD server: `sluice serve --protocol nbd --listen tcp://HOST:PORT --export disk=FILE` "
-        "(TLS: `--tls-cert --tls-key`); servers always run with their defaults",
-        "Every run: a fresh server, relay and sampler; the client under `/usr/bin/time` and `timeout`; then the "
-        "received image hashed (nbdkit: read back with nbdcopy; files: hashed directly) and compared with the "
-        "source's SHA-256",
-    ],
+    "commands": commands,
 }
 json.dump(meta, open(meta_path, "w"), indent=1)
 EOF
 
 section=$work/section.md
-if SOURCE_ROOT=$source_root "$PYTHON" "$rig/matrix.py" report "$csv" "$meta" "$section" "$work/images" images; then
+if SOURCE_ROOT=$source_root timeout "$report_timeout" "$PYTHON" "$rig/matrix.py" report "$csv" "$meta" "$section" "$work/images" images; then
   cat "$section"
   if $write_docs; then
     mkdir -p "$images_dir"
@@ -926,5 +1171,12 @@ if [[ -n $results_dir ]]; then
   log "raw results: $csv"
 fi
 log "done in $(elapsed)s: $failures failed run(s)"
+if $budget_hit; then
+  log "=================================================================================="
+  log "WARNING: INCOMPLETE MATRIX: $budget_text"
+  log "cells with fewer runs than --runs are marked incomplete in the report; exit status 4"
+  log "=================================================================================="
+fi
 ((failures == 0)) || exit 1
+$budget_hit && exit 4
 exit 0

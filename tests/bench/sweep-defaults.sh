@@ -2,9 +2,11 @@
 # Measures what Sluice's defaults should be: request depth x request size, and the
 # zero-detection granularity (--sparse), for local copies (file -> file with flush,
 # file -> null:) and, when nbdkit is installed, file -> NBD over loopback TCP.
-# Not a test: it prints medians and writes docs/benchmarks.md's sweep section.
+# Not a test: it prints medians and writes docs/benchmarks.md's sweep section (or
+# --output FILE's); --quick and --no-docs only print, unless --output is given.
 #
 #   tests/bench/sweep-defaults.sh [--runs N] [--size SIZE] [--dir DIR] [--quick]
+#                                 [--output FILE] [--no-docs]
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,15 +15,25 @@ runs=3
 size=2G
 dir=/var/tmp/sluice-sweep
 quick=0
+doc=
+no_docs=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --dir) dir=$2; shift 2 ;;
     --quick) quick=1; runs=1; size=256M; shift ;;
+    --output) doc=$2; shift 2 ;;
+    --no-docs) no_docs=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+# A quick run is a smoke test: its numbers go into a doc only when one is named.
+if [ "$no_docs" = 1 ]; then
+  doc=
+elif [ -z "$doc" ] && [ "$quick" = 0 ]; then
+  doc=$root/docs/benchmarks.md
+fi
 [ -x "$sluice" ] || { echo "build sluice first ($sluice)" >&2; exit 1; }
 mkdir -p "$dir"
 src=$dir/random.img
@@ -143,7 +155,10 @@ $sparse_table
 <!-- sweep-defaults:end -->
 MD
 )
-doc=$root/docs/benchmarks.md
+if [ -z "$doc" ]; then
+  echo "not written into any doc (--quick or --no-docs; --output FILE writes it)"
+  exit 0
+fi
 /usr/bin/python3 - "$doc" "$section" <<'PY'
 import re, sys
 path, section = sys.argv[1], sys.argv[2]

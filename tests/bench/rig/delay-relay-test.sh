@@ -3,6 +3,8 @@
 #  - a 20 ms relay: every round trip takes at least 20 ms (and not wildly more), each
 #    direction at least 10 ms, and 16 MiB of random bytes come back whole and in order,
 #    end of stream included;
+#  - the end of a stream is delayed like its bytes: a FIN arrives as an EOF, a reset as
+#    a reset, each at least 10 ms after the sender sent it;
 #  - a 0 ms relay passes 16 MiB through unchanged;
 #  - the summary the harness parses names the emulation and counts the bytes.
 SOURCE_ROOT=${SOURCE_ROOT:-$(cd "$(dirname "$0")/../../.." && pwd)}
@@ -80,7 +82,26 @@ oneway=$(cat "$scratch/sink.out")
 log "20 ms relay, one way: $oneway"
 [[ $(json "$oneway" count) == 10 ]] || fail "10 timestamps sent, $(json "$oneway" count) arrived: $oneway"
 at_least "$(json "$oneway" min_ms)" 10 || fail "one direction of a 20 ms relay took less than 10 ms: $oneway"
+# The sender closes 3 ms after its last stamp: the FIN is due 10 ms after that.
+[[ $(json "$oneway" end) == eof ]] || fail "a FIN through the relay did not arrive as an EOF: $oneway"
+at_least "$(json "$oneway" end_after_last_ms)" 13 || fail "a FIN passed the relay in under 10 ms: $oneway"
 stop_relay oneway
+
+# The same ending in a reset: the stamps arrive, then a reset (not an EOF), 10 ms late.
+"$PYTHON" "$PROBE" sink --listen 127.0.0.1:0 --ready-file "$scratch/sink2.ready" >"$scratch/sink2.out" &
+sink_pid=$!
+on_exit "kill $sink_pid 2>/dev/null"
+wait_for_file "$scratch/sink2.ready"
+read -r sink_port _ <"$scratch/sink2.ready"
+start_relay aborted 20 "$sink_port"
+"$PYTHON" "$PROBE" stamp --connect "127.0.0.1:$aborted_port" --count 10 --gap-ms 3 --end reset
+wait "$sink_pid" || fail "the sink got no timestamps through the relay before the reset"
+aborted=$(cat "$scratch/sink2.out")
+log "20 ms relay, one way, ending in a reset: $aborted"
+[[ $(json "$aborted" count) == 10 ]] || fail "10 timestamps sent before a reset, $(json "$aborted" count) arrived: $aborted"
+[[ $(json "$aborted" end) == reset ]] || fail "a reset through the relay did not arrive as a reset: $aborted"
+at_least "$(json "$aborted" end_after_last_ms)" 13 || fail "a reset passed the relay in under 10 ms: $aborted"
+stop_relay aborted
 
 stop_relay slow
 summary=$(cat "$scratch/slow.out")

@@ -17,8 +17,11 @@
 // Each accepted connection gets a fresh upstream connection and two forwarding threads
 // (one per direction). Bytes are timestamped when a read() returns them and written
 // no earlier than that time plus RTT/2, in order; nothing is dropped, merged or
-// reordered. A direction holds at most --buffer bytes (default 64 MiB): that is the
-// window the emulated path can keep in flight, so it must exceed rate x RTT/2.
+// reordered. The stream's end travels the same way: a FIN is passed on as a half-close
+// RTT/2 after it arrived (and after the bytes before it), a reset as a reset (an
+// abortive close) RTT/2 after it arrived. A direction holds at most --buffer bytes
+// (default 64 MiB): that is the window the emulated path can keep in flight, so it must
+// exceed rate x RTT/2.
 
 //
 // On SIGTERM or SIGINT (or after the first connection with --once) it prints one JSON
@@ -328,23 +331,53 @@ class Ring {
   std::uint64_t in_ = 0, out_ = 0;
 };
 
+// How one direction ended.
+enum class End {
+  eof,        // the sender's FIN, passed on (half-close) RTT/2 after it came, behind every byte
+  reset,      // the sender's reset (or a read error), passed on as a reset RTT/2 after it came
+  peer_gone,  // the receiver refused bytes (it reset or closed): they cannot be delivered
+  torn_down,  // the other direction reset this one's sender: nothing more to do
+};
+
+// What the two directions of one connection share.
+struct Link {
+  std::atomic<bool> reset_sent{false};  // a direction has reset its receiver
+};
+
+// An abortive close without close(): the other direction's thread still uses the
+// descriptor. connect(AF_UNSPEC) runs tcp_disconnect, which sends a RST from any
+// synchronised state and wakes that thread with ECONNRESET.
+void send_reset(int fd) {
+  linger abort{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  sockaddr unspecified{};
+  unspecified.sa_family = AF_UNSPEC;
+  ::connect(fd, &unspecified, sizeof unspecified);
+}
+
 // Moves bytes from `from` to `to`; each byte leaves no earlier than `hold` after the
-// read that brought it in. Returns true when `from` ended cleanly and every byte was
-// written (then `to` is half-closed, passing the EOF on), false on an error.
-bool forward(int from, int to, Clock::duration hold, std::size_t capacity, DirectionStats& stats) {
+// read that brought it in. The end of the stream is a mark in the same queue, due
+// `hold` after it was read, like the bytes: a FIN is passed on (shutdown(SHUT_WR)) once
+// it is due and every byte before it is written; a reset (or any read error) is passed
+// on as a reset once it is due, after one last write of whatever the receiver takes
+// then (bytes a reset overtakes are lost, as on a real link).
+End forward(int from, int to, Clock::duration hold, std::size_t capacity, DirectionStats& stats, Link& link) {
   Ring ring(capacity);
+  enum class Kind { data, eof, reset };
   struct Mark {
     Clock::time_point due;
     std::uint64_t end;  // stream offset just past the bytes of this read
+    Kind kind;
   };
   std::deque<Mark> marks;
   std::uint64_t read_total = 0, written_total = 0, releasable = 0;
-  bool eof = false;
+  bool reading = true;
   constexpr std::size_t max_read = std::size_t{1} << 20;
+  auto refused = [&] { return link.reset_sent.load() ? End::torn_down : End::peer_gone; };
 
   for (;;) {
     auto now = Clock::now();
-    while (!marks.empty() && marks.front().due <= now) {
+    while (!marks.empty() && marks.front().kind == Kind::data && marks.front().due <= now) {
       // Bytes queued behind unwritten ones wait for the receiver, not for the relay's
       // timer: only releases into an idle direction measure how punctual the relay is.
       if (releasable == written_total)
@@ -353,6 +386,16 @@ bool forward(int from, int to, Clock::duration hold, std::size_t capacity, Direc
         stats.backlogged.fetch_add(1, std::memory_order_relaxed);
       releasable = marks.front().end;
       marks.pop_front();
+    }
+    if (!marks.empty() && marks.front().kind == Kind::reset && marks.front().due <= now) {
+      if (releasable > written_total) ring.drain(to, static_cast<std::size_t>(releasable - written_total));
+      link.reset_sent = true;  // before the reset: the other direction's read error is ours
+      send_reset(to);
+      return End::reset;
+    }
+    if (!marks.empty() && marks.front().kind == Kind::eof && marks.front().due <= now && written_total == releasable) {
+      ::shutdown(to, SHUT_WR);
+      return End::eof;
     }
 
     bool moved = false, write_blocked = false, read_blocked = false;
@@ -366,50 +409,52 @@ bool forward(int from, int to, Clock::duration hold, std::size_t capacity, Direc
       } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         write_blocked = true;
       } else if (n < 0 && errno != EINTR) {
-        return false;
+        return refused();
       }
     }
 
     std::uint64_t held = read_total - written_total;
-    if (!eof && held < capacity) {
+    if (reading && held < capacity) {
       ssize_t n = ring.fill(from, std::min(max_read, static_cast<std::size_t>(capacity - held)));
       if (n > 0) {
         read_total += static_cast<std::uint64_t>(n);
-        marks.push_back({Clock::now() + hold, read_total});
+        marks.push_back({Clock::now() + hold, read_total, Kind::data});
         stats.record_held(read_total - written_total);
         moved = true;
       } else if (n == 0) {
-        eof = true;
+        marks.push_back({Clock::now() + hold, read_total, Kind::eof});
+        reading = false;
         moved = true;
       } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
         read_blocked = true;
       } else if (errno != EINTR) {
-        return false;
+        if (link.reset_sent) return End::torn_down;
+        marks.push_back({Clock::now() + hold, read_total, Kind::reset});
+        reading = false;
+        moved = true;
       }
-    }
-
-    if (eof && written_total == read_total) {
-      ::shutdown(to, SHUT_WR);
-      return true;
     }
     if (moved) continue;
 
-    // Nothing moved: sleep until a socket is ready or the next bytes fall due.
+    // Nothing moved: sleep until a socket is ready or the next mark falls due (at once
+    // if it fell due meanwhile). A due FIN waits only for the receiver to take the bytes
+    // before it (POLLOUT); it has no time of its own left to wait for.
     pollfd fds[2] = {{read_blocked ? from : -1, POLLIN, 0}, {write_blocked ? to : -1, POLLOUT, 0}};
     timespec timeout{};
     timespec* timeout_pointer = nullptr;
     // Wake at the next due time even while blocked on a write, so that release is
     // seen (and counted as backlogged) when it happens.
-    if (!marks.empty()) {
-      auto wait = std::max(Clock::duration::zero(), marks.front().due - Clock::now());
-      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count();
+    bool fin_waits_for_writes = !marks.empty() && marks.front().kind == Kind::eof && marks.front().due <= Clock::now();
+    if (!marks.empty() && !fin_waits_for_writes) {
+      auto wait = marks.front().due - Clock::now();
+      auto ns = std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(wait).count());
       timeout.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
       timeout.tv_nsec = static_cast<long>(ns % 1'000'000'000);
       timeout_pointer = &timeout;
     }
-    if (::ppoll(fds, 2, timeout_pointer, nullptr) < 0 && errno != EINTR) return false;
+    if (::ppoll(fds, 2, timeout_pointer, nullptr) < 0 && errno != EINTR) return refused();
     for (const auto& fd : fds)
-      if (fd.fd >= 0 && (fd.revents & POLLNVAL)) return false;
+      if (fd.fd >= 0 && (fd.revents & POLLNVAL)) return refused();
   }
 }
 
@@ -418,6 +463,9 @@ void serve_connection(int client, const Options& options, Clock::duration hold) 
   if (server < 0) {
     std::fprintf(stderr, "sluice-delay-relay: cannot connect to %s:%s: %s\n", options.connect.host.c_str(),
                  options.connect.port.c_str(), std::strerror(errno));
+    // The client sees what it would see on a real path: a reset.
+    linger abort{1, 0};
+    ::setsockopt(client, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
     ::close(client);
     std::lock_guard lock(totals.mutex);
     ++totals.failed;
@@ -434,27 +482,28 @@ void serve_connection(int client, const Options& options, Clock::duration hold) 
     ++totals.connections;
     totals.all.push_back(stats);
   }
-  // A failing direction shuts both sockets down, which wakes the other one.
-  std::atomic<bool> ok{true};
-  auto run = [&](int from, int to, DirectionStats& s) {
-    if (!forward(from, to, hold, options.buffer, s)) {
-      ok = false;
-      ::shutdown(from, SHUT_RDWR);
-      ::shutdown(to, SHUT_RDWR);
-    }
-  };
-  std::thread upstream(run, client, server, std::ref((*stats)[0]));
-  run(server, client, (*stats)[1]);
+  // Each direction passes its own end on (FIN or reset, delayed like the bytes); a
+  // reset it sends wakes the other direction, which then stops.
+  Link link;
+  End up = End::eof;
+  std::thread upstream([&] { up = forward(client, server, hold, options.buffer, (*stats)[0], link); });
+  End down = forward(server, client, hold, options.buffer, (*stats)[1], link);
   upstream.join();
+  // A receiver that refused bytes has gone: its peer learns it from a reset (here at
+  // once, not RTT/2 later), not from an orderly close.
+  linger abort{1, 0};
+  if (down == End::peer_gone && up != End::reset) ::setsockopt(server, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  if (up == End::peer_gone && down != End::reset) ::setsockopt(client, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
   ::close(client);
   ::close(server);
-  if (!ok) {
+  bool clean = up == End::eof && down == End::eof;
+  if (!clean) {
     std::lock_guard lock(totals.mutex);
     ++totals.failed;
   }
   if (!options.quiet)
     std::fprintf(stderr, "sluice-delay-relay: connection done (%s): %llu bytes up, %llu bytes down\n",
-                 ok ? "clean" : "reset", static_cast<unsigned long long>((*stats)[0].bytes.load()),
+                 clean ? "clean" : "reset", static_cast<unsigned long long>((*stats)[0].bytes.load()),
                  static_cast<unsigned long long>((*stats)[1].bytes.load()));
 }
 

@@ -6,6 +6,9 @@
                                     the markdown section and the PNG plots from a results
                                     CSV and its metadata JSON
   matrix.py insert DOC SECTION.md   put SECTION.md between the bench-matrix markers of DOC
+  matrix.py cut CSV RTT RUN         mark the verified runs of one round that the time budget
+                                    cut short as "cut": left out of every figure, so that
+                                    every cell of that RTT keeps the same number of runs
 
 The CSV holds every run (failed and skipped ones too), so a report can always be
 regenerated from it: `tests/bench/run-matrix.sh --report tests/bench/results/X.csv`.
@@ -28,10 +31,11 @@ COLUMNS = [
     "date", "rtt_ms", "link", "rate", "group", "tool", "arm", "dest", "run", "order",
     "status", "note", "size_bytes", "seconds", "mib_s",
     "client_cpu_s", "server_cpu_s", "relay_cpu_s",
-    "data_segs_out", "bytes_sent", "bytes_per_segment", "snd_mss", "retransmits",
-    "stall_share", "queued_share", "samples",
+    "data_segs_out", "bytes_sent", "bytes_per_segment", "snd_mss", "retransmits", "counters_final",
+    "stall_share", "queued_share", "samples", "sample_dumps", "sample_interval_us", "sample_max_gap_us",
+    "undersampled",
     "sluice_seconds", "sluice_tcp_segments", "sluice_socket_writes", "sluice_tls_records",
-    "relay_late_us_p99", "relay_backlogged_releases", "sha256", "expected_sha256", "command",
+    "relay_late_us_p99", "relay_backlogged_releases", "sha256", "expected_sha256", "flags", "command",
 ]
 
 BEGIN, END = "<!-- bench-matrix:begin -->", "<!-- bench-matrix:end -->"
@@ -43,6 +47,11 @@ GROUP_TITLES = OrderedDict([
     ("chunked-tls", "Chunked over TLS (one-way)"),
     ("reference", "Rig self-check: reference NBD writer, 16 KiB record-sized writes"),
 ])
+# The arms' stock flags (run-matrix.sh's arm_flags); --arm-flags changes them for a run.
+STOCK_FLAGS = {
+    "sluice": "", "sluice-A": "--connections 1 --depth 1 --no-nodelay", "sluice-B": "--connections 1 --depth 1",
+    "sluice-C": "--connections 1", "sluice-D": "--connections 1 --no-nodelay",
+}
 ARM_ORDER = ["sluice-A", "sluice-B", "sluice-C", "sluice-D", "sluice", "nbdcopy", "qemu-img", "ref-A", "ref-B", "ref-C", "ref-D"]
 ARM_TITLES = {
     "sluice-A": "A stock (`--depth 1 --no-nodelay`)",
@@ -58,6 +67,16 @@ ARM_TITLES = {
     "ref-D": "D: depth 8, Nagle on",
 }
 DEST_TITLES = {"nbdkit": "nbdkit memory", "sluice": "sluice serve"}
+# Said under a group's throughput table.
+GROUP_NOTES = {
+    "chunked": "One-way streams through the relay: the relay acknowledges the sender's bytes itself (its TCP "
+               "connection to the sender is a short local one) and holds up to 64 MiB per direction, so a "
+               "one-way sender never waits for the far end: it sees a fast, deep path whatever the RTT, and "
+               "the transfer only ends RTT/2 later. The curve against RTT is flat by construction; it shows the "
+               "relay's throughput and the fixed RTT/2 offset, not how Chunked fares on a long link "
+               "(docs/benchmark-rig.md).",
+}
+GROUP_NOTES["chunked-tls"] = GROUP_NOTES["chunked"]
 TOOL_COLOURS = {"sluice-A": "#d62728", "sluice-B": "#ff7f0e", "sluice-C": "#2ca02c", "sluice-D": "#1f77b4", "sluice": "#17becf",
                 "nbdcopy": "#9467bd", "qemu-img": "#7f7f7f",
                 "ref-A": "#d62728", "ref-B": "#ff7f0e", "ref-C": "#2ca02c", "ref-D": "#1f77b4"}
@@ -92,10 +111,10 @@ def command_row(args):
     seconds = float(values.get("seconds") or 0)
     if row["status"] == "ok" and seconds > 0:
         row["mib_s"] = f"{size / MiB / seconds:.2f}"
-    # /usr/bin/time's last line: "%e %U %S" (it prefixes a status line when the
-    # command failed).
+    # The harness's own figure (a cgroup's usage_usec) or /usr/bin/time's last line:
+    # "%e %U %S" (it prefixes a status line when the command failed).
     client_time = values.get("client_time_file")
-    if client_time and os.path.exists(client_time):
+    if not row["client_cpu_s"] and client_time and os.path.exists(client_time):
         lines = [l for l in open(client_time).read().splitlines() if l.strip()]
         if lines:
             parts = lines[-1].split()
@@ -109,6 +128,13 @@ def command_row(args):
                 "stall_share", "queued_share", "samples"):
         if key in sampler:
             row[key] = sampler[key]
+    for key, column in (("dumps", "sample_dumps"), ("effective_interval_us", "sample_interval_us"),
+                        ("max_gap_us", "sample_max_gap_us")):
+        if key in sampler:
+            row[column] = sampler[key]
+    for key in ("undersampled", "counters_final"):
+        if key in sampler:
+            row[key] = "yes" if sampler[key] else "no"
     stats = load_json(values.get("stats_file"))
     for key in ("seconds", "tcp_segments", "socket_writes", "tls_records"):
         if key in stats:
@@ -183,6 +209,23 @@ def command_report(args):
     for r in rows:
         cells[(r["group"], r["tool"], r["dest"], float(r["rtt_ms"]))].rows.append(r)
     groups = [g for g in GROUP_TITLES if any(k[0] == g for k in cells)]
+    requested = int(meta.get("runs") or 0)
+    # Arms run with --arm-flags: from the metadata, or (older metadata) from the flags
+    # column where it differs from the arm's stock flags.
+    overrides = dict(meta.get("arm_overrides") or {})
+    for r in rows:
+        flags = r.get("flags")
+        if flags is not None and r["tool"] in STOCK_FLAGS and flags != STOCK_FLAGS[r["tool"]] and r["status"] != "skipped":
+            overrides.setdefault(r["tool"], flags)
+
+    def arm_title(tool):
+        if tool in overrides:
+            name = "Sluice" if tool == "sluice" else f"{tool[-1]} (changed)"
+            return f"{name}: `{overrides[tool] or '(no flags)'}` (--arm-flags)"
+        return ARM_TITLES.get(tool, tool)
+
+    def incomplete(c):
+        return requested and len(c.ok()) < requested
 
     def arms_of(group):
         seen = {(k[1], k[2]) for k in cells if k[0] == group}
@@ -205,6 +248,12 @@ def command_report(args):
             f"{meta.get('runs', '?')} run(s) per cell): these are not the issue's benchmark figures")
     else:
         out(f"- Mode: full matrix, {meta.get('runs', '?')} runs per cell")
+    if meta.get("budget_cut"):
+        out(f"- **Incomplete**: {meta['budget_cut']}; cells with fewer than {requested} verified runs say "
+            "\"incomplete\"")
+    if overrides:
+        out("- **Changed arms** (`--arm-flags`): " +
+            "; ".join(f"{t} ran `{f or '(no flags)'}`" for t, f in sorted(overrides.items())))
     out(f"- Machine: {meta.get('machine', '?')}")
     out(f"- Versions: {meta.get('versions', '?')}")
     out(f"- Image: {meta.get('image', '?')}")
@@ -222,8 +271,10 @@ def command_report(args):
     out(f"- Raw results: `{raw}` (regenerate this section: `tests/bench/run-matrix.sh --report {raw}`)")
     failed = [r for r in rows if r["status"] == "fail"]
     verified = [r for r in rows if r["status"] == "ok"]
+    cut = sum(1 for r in rows if r["status"] == "cut")
     out(f"- Runs: {len(verified)} verified (SHA-256 of the received image equals the source's), "
-        f"{len(failed)} failed, {sum(1 for r in rows if r['status'] == 'skipped')} skipped")
+        f"{len(failed)} failed, {sum(1 for r in rows if r['status'] == 'skipped')} skipped" +
+        (f", {cut} left out (a round the time budget cut short)" if cut else ""))
     out("")
 
     # Targets.
@@ -237,7 +288,10 @@ def command_report(args):
             ma = a.median("mib_s") if a else None
             mc = c.median("mib_s") if c else None
             name = f"veth, 0.2 ms RTT, NBD writes to {DEST_TITLES[dest]}: arm C at least 5x arm A"
-            if ma and mc:
+            changed = [t for t in ("sluice-A", "sluice-C") if t in overrides]
+            if changed:
+                targets.append(("NOT MEASURED", f"{name} ({', '.join(changed)} ran with --arm-flags)"))
+            elif ma and mc:
                 targets.append(("PASS" if mc >= 5 * ma else "FAIL", f"{name} ({mc / ma:.2f}x)"))
             else:
                 targets.append(("NOT MEASURED", name))
@@ -256,8 +310,8 @@ def command_report(args):
                 name = f"{GROUP_TITLES[group]}, {rtt_label(rtt)}, to {DEST_TITLES[dest]}: Sluice defaults at least as fast as " + \
                     ", ".join(t for t, _ in peers)
                 mc = c.median("mib_s") if c else None
-                if mc is None:
-                    targets.append(("NOT MEASURED", name))
+                if mc is None or (c and c.rows[0]["tool"] in overrides):
+                    targets.append(("NOT MEASURED", name + (" (it ran with --arm-flags)" if mc is not None else "")))
                     continue
                 best_tool, best = max(peers, key=lambda p: p[1])
                 verdict = "PASS" if mc >= best else "FAIL"
@@ -288,29 +342,56 @@ def command_report(args):
                 m = c.median("mib_s")
                 if m is None:
                     statuses = {r["status"] for r in c.rows}
-                    row.append("failed" if "fail" in statuses else "skipped")
+                    row.append("failed" if "fail" in statuses else "cut" if "cut" in statuses else "skipped")
                     continue
                 base = baseline(group, dest, rtt)
                 ratio = f" ({m / base:.2f}x)" if base else ""
-                row.append(f"{fmt_rate(m)}{ratio}")
-            out(f"| {ARM_TITLES.get(tool, tool)} | {DEST_TITLES.get(dest, dest)} | " + " | ".join(row) + " |")
+                short = f", incomplete: {len(c.ok())}/{requested} runs" if incomplete(c) else ""
+                row.append(f"{fmt_rate(m)}{ratio}{short}")
+            out(f"| {arm_title(tool)} | {DEST_TITLES.get(dest, dest)} | " + " | ".join(row) + " |")
         out("")
+        if group in GROUP_NOTES:
+            out(GROUP_NOTES[group])
+            out("")
         plot = f"bench-matrix-{group}.png"
-        if plot_group(group, arms_of(group), rtts, cells, os.path.join(images_dir, plot)):
+        if plot_group(group, arms_of(group), rtts, cells, os.path.join(images_dir, plot), overrides):
             out(f"![{GROUP_TITLES[group]}: throughput against RTT]({images_prefix}/{plot})")
             out("")
 
     # Detail.
     out("### Every cell")
     out("")
-    out("Medians over the verified runs; ranges are min-max. CPU is user+system seconds per GiB "
-        "moved, client from `/usr/bin/time`, server and relay from `/proc/PID/stat` (the relay "
-        "stands in for the network; its CPU is in neither side's). "
-        "Segments and bytes per segment are the client's data segments "
-        "(`tcpi_data_segs_out`, `tcpi_bytes_sent` of its sockets, protocol and TLS overhead "
-        "included); stalls: share of 1 ms `TCP_INFO` samples in which the client's kernel holds "
-        "queued data back although the peer's window is open (nothing in flight, or a sub-MSS "
-        "tail waiting with congestion-window room: what Nagle does; docs/benchmark-rig.md).")
+    # The method, as it was for the runs in this CSV: rows from before the sampler
+    # recorded its sampling (sample_interval_us) were taken the old way.
+    new_sampler = any(r.get("sample_interval_us") for r in rows)
+    runs_text = (f"Runs: verified of attempted, \"incomplete\" when fewer than {requested} were verified. "
+                 if requested else "")
+    if new_sampler:
+        interval = meta.get("sample_interval_us", 1000)
+        out(f"Medians over the verified runs; ranges are min-max. {runs_text}CPU is user+system seconds per "
+            f"GiB moved, from {meta.get('cpu_source', '?')}, client, server and relay each on their own (the "
+            "relay stands in for the network; its CPU is in neither side's). Segments and bytes per segment are "
+            "the client's data segments (`tcpi_data_segs_out`, `tcpi_bytes_sent` summed over its sockets, "
+            "protocol and TLS overhead included), each socket's final counters (from sock_diag's destroy "
+            "notification, or its last sample after the client ended); \"≥\" marks a cell where some were not "
+            "final, so lower bounds. Stalls: the share of the client's sockets' established time in which its "
+            "kernel held queued data back although the peer's window was open (nothing in flight, or a "
+            "sub-MSS tail waiting with congestion-window room: what Nagle does; docs/benchmark-rig.md), from "
+            f"`TCP_INFO` samples aimed at one every {interval} µs, each weighted by the time since the previous "
+            "one; \"†\" marks a cell with an undersampled run (mean interval over twice the target). The CSV "
+            "has every run's number of samples, mean interval and longest gap.")
+    else:
+        out(f"Medians over the verified runs; ranges are min-max. {runs_text}CPU is user+system seconds per "
+            "GiB moved, client from `/usr/bin/time`, server and relay from `/proc/PID/stat`, both in 10 ms "
+            "clock ticks (the relay stands in for the network; its CPU is in neither side's). Segments and "
+            "bytes per segment are the client's data segments (`tcpi_data_segs_out`, `tcpi_bytes_sent` of its "
+            "sockets, protocol and TLS overhead included), the last values the sampler saw: lower bounds, since "
+            "a socket's last sample could come before its last bytes. Stalls: the share of `TCP_INFO` samples "
+            "(a plain count, not weighted by time) in which the client's kernel held queued data back although "
+            "the peer's window was open (nothing in flight, or a sub-MSS tail waiting with congestion-window "
+            "room: what Nagle does; docs/benchmark-rig.md). The sampler aimed at one sample per ms but took "
+            "far fewer, unrecorded (a dump walked the host's whole TCP hash table: 2-6 ms), so the shares are "
+            "indicative.")
     out("")
     out("| Group | RTT | Arm | Destination | Runs | MiB/s | Range | vs A | Client CPU s/GiB | "
         "Server CPU s/GiB | Relay CPU s/GiB | Segments | B/seg | Stalls | Relay p99 late µs |")
@@ -321,13 +402,16 @@ def command_report(args):
                 c = cells.get((group, tool, dest, rtt))
                 if not c or not c.rows:
                     continue
-                attempted = [r for r in c.rows if r["status"] != "skipped"]
+                attempted = [r for r in c.rows if r["status"] not in ("skipped", "cut")]
                 if not attempted:
-                    note = c.rows[0]["note"]
+                    note = (f"skipped: {c.rows[0]['note']}" if c.rows[0]["status"] == "skipped"
+                            else "cut: its round was cut short by the time budget")
                     out(f"| {GROUP_TITLES[group]} | {rtt_label(rtt)} | {tool} | {DEST_TITLES.get(dest, dest)} | "
-                        f"skipped: {note} |" + " |" * 10)
+                        f"{note} |" + " |" * 10)
                     continue
-                runs = f"{len(c.ok())}/{len(attempted)}"
+                runs = f"{len(c.ok())}/{len(attempted)}" + (" incomplete" if incomplete(c) else "")
+                lower = any(r.get("counters_final") == "no" for r in c.ok())
+                thin = any(r.get("undersampled") == "yes" for r in c.ok())
                 m = c.median("mib_s")
                 lo, hi = c.range("mib_s")
                 base = baseline(group, dest, rtt)
@@ -344,9 +428,9 @@ def command_report(args):
                     "-" if cpu_c is None else f"{cpu_c:.2f}",
                     "-" if cpu_s is None else f"{cpu_s:.2f}",
                     "-" if cpu_r is None else f"{cpu_r:.2f}",
-                    "-" if segs is None else f"{segs:,.0f}",
+                    "-" if segs is None else ("≥" if lower else "") + f"{segs:,.0f}",
                     "-" if bps is None else f"{bps:,.0f}",
-                    "-" if stall is None else f"{100 * stall:.1f}%",
+                    "-" if stall is None else f"{100 * stall:.1f}%" + (" †" if thin else ""),
                     "-" if late is None or rtt == 0 else f"{late:,.0f}",
                 ]) + " |")
     out("")
@@ -367,7 +451,7 @@ def command_report(args):
     open(out_path, "w").write("\n".join(lines) + "\n")
 
 
-def plot_group(group, arms, rtts, cells, png):
+def plot_group(group, arms, rtts, cells, png, overrides={}):
     """Throughput against RTT, one line per arm and destination, min-max error bars."""
     if not arms or len(rtts) < 1:
         return False
@@ -382,7 +466,8 @@ def plot_group(group, arms, rtts, cells, png):
             lo, hi = c.range("mib_s")
             points.append((i, m, lo, hi))
         if points:
-            series.append((f"{tool} -> {DEST_TITLES.get(dest, dest)}", tool, dest, points))
+            name = f"{tool} [{overrides[tool]}]" if tool in overrides else tool
+            series.append((f"{name} -> {DEST_TITLES.get(dest, dest)}", tool, dest, points))
     if not series:
         return False
     os.makedirs(os.path.dirname(png) or ".", exist_ok=True)
@@ -412,8 +497,8 @@ set xtics ({xtics})
 plot {', '.join(plots)}
 """
         try:
-            subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True)
-        except (OSError, subprocess.CalledProcessError) as e:
+            subprocess.run(["gnuplot"], input=script, text=True, check=True, capture_output=True, timeout=60)
+        except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
             print(f"matrix.py: gnuplot failed for {png}: {getattr(e, 'stderr', e)}", file=sys.stderr)
             return False
     return True
@@ -434,12 +519,26 @@ def command_insert(args):
     open(doc, "w").write(text)
 
 
+def command_cut(args):
+    path, rtt, run = args
+    rows = list(csv.DictReader(open(path)))
+    fields = list(rows[0].keys()) if rows else COLUMNS
+    for r in rows:
+        if float(r["rtt_ms"]) == float(rtt) and r["run"] == run and r["status"] == "ok":
+            r["status"] = "cut"
+            r["note"] = "verified, but its round was cut short by the time budget: left out"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     command, args = sys.argv[1], sys.argv[2:]
-    {"row": command_row, "report": command_report, "insert": command_insert}[command](args)
+    {"row": command_row, "report": command_report, "insert": command_insert, "cut": command_cut}[command](args)
     return 0
 
 

@@ -8,10 +8,12 @@
   relay_probe.py bulk --connect HOST:PORT --bytes N
       send N random bytes, half-close, read the echo back; exit 1 unless every byte came
       back in order; JSON with the seconds taken
-  relay_probe.py stamp --connect HOST:PORT [--count N] [--gap-ms G]
-      send N timestamps (CLOCK_MONOTONIC ns), G ms apart, to a `sink`
+  relay_probe.py stamp --connect HOST:PORT [--count N] [--gap-ms G] [--end fin|reset]
+      send N timestamps (CLOCK_MONOTONIC ns), G ms apart, to a `sink`; G ms after the
+      last, close (a FIN) or abort (SO_LINGER 0: a reset)
   relay_probe.py sink --listen HOST:PORT [--ready-file F]
-      receive timestamps from one connection; JSON with the one-way delays in ms
+      receive timestamps from one connection; JSON with the one-way delays in ms, how the
+      stream ended ("eof" or "reset") and when, in ms after the last timestamp was sent
 
 CLOCK_MONOTONIC is one clock for every process on a host, so `stamp` and `sink` in
 different network namespaces still measure one direction's delay.
@@ -123,6 +125,8 @@ def stamp(args):
         for _ in range(args.count):
             sock.sendall(struct.pack("!Q", time.monotonic_ns()))
             time.sleep(args.gap_ms / 1000)
+        if args.end == "reset":
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def sink(args):
@@ -130,22 +134,29 @@ def sink(args):
     conn, _ = server.accept()
     delays = []
     pending = b""
+    last_sent = None
     with conn:
         while True:
-            chunk = conn.recv(65536)
+            try:
+                chunk = conn.recv(65536)
+            except ConnectionResetError:
+                end = "reset"
+                break
             now = time.monotonic_ns()
             if not chunk:
+                end = "eof"
                 break
             pending += chunk
             while len(pending) >= 8:
-                (sent,) = struct.unpack("!Q", pending[:8])
+                (last_sent,) = struct.unpack("!Q", pending[:8])
                 pending = pending[8:]
-                delays.append((now - sent) / 1e6)
+                delays.append((now - last_sent) / 1e6)
+        ended = time.monotonic_ns()
     if not delays:
-        print(json.dumps({"count": 0}))
+        print(json.dumps({"count": 0, "end": end}))
         return 1
     print(json.dumps({"count": len(delays), "min_ms": min(delays), "median_ms": statistics.median(delays),
-                      "max_ms": max(delays)}))
+                      "max_ms": max(delays), "end": end, "end_after_last_ms": (ended - last_sent) / 1e6}))
     return 0
 
 
@@ -166,6 +177,7 @@ def main():
     p.add_argument("--connect", required=True)
     p.add_argument("--count", type=int, default=20)
     p.add_argument("--gap-ms", type=float, default=5)
+    p.add_argument("--end", choices=("fin", "reset"), default="fin")
     p = commands.add_parser("sink")
     p.add_argument("--listen", required=True)
     p.add_argument("--ready-file")
