@@ -10,8 +10,9 @@ namespace sluice {
 
 LoopThreads::LoopThreads(std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
-    // Concurrency hint 1: each loop is run by exactly one thread, so Asio can skip
-    // its locking.
+    // Concurrency hint 1: each loop is run by exactly one thread. Asio keeps its
+    // locking at this hint, which run_on and the posts between loops rely on: never
+    // one of the UNSAFE hints here.
     contexts_.push_back(std::make_unique<asio::io_context>(1));
     keep_running_.push_back(asio::make_work_guard(*contexts_.back()));
   }

@@ -45,6 +45,13 @@ awaitable<Result<std::unique_ptr<Connection>>> connect_one(const Target& target,
   co_return co_await handshake_on(std::move(stream), fd, options, target.display);
 }
 
+// A connection is destroyed on the loop it belongs to (its socket, timer and reader
+// are that loop's), while that loop may still be running.
+awaitable<void> disconnect_and_destroy(std::unique_ptr<Connection> connection) {
+  co_await connection->disconnect();
+  connection.reset();
+}
+
 // A loop per connection, as many as there are CPUs: each connection's send copies (and
 // over TLS its record sealing) then run on a core of their own. Measured faster than one
 // loop for plain TCP and TLS alike, even on two vCPUs shared with the server
@@ -129,6 +136,7 @@ awaitable<Status> ExportClient::add_connections(const Target& target, const Clie
     // loop's io_uring.
     const executor loop = loop_for(slots_.size(), home);
     auto more = co_await run_on(loop, connect_one(target, options));
+    if (!more && more.error().is_cancellation()) co_return tl::unexpected(more.error());
     if (!more) {
       // The copy is still correct on fewer connections; say so and go on.
       if (options.notice && explicit_count)
@@ -141,7 +149,7 @@ awaitable<Status> ExportClient::add_connections(const Target& target, const Clie
       const std::string message =
           display_ + ": the server described the export differently on a second connection (size " +
           std::to_string(extra.size) + " vs " + std::to_string(facts().size) + ")";
-      co_await run_on(loop, (*more)->disconnect());
+      co_await run_on(loop, disconnect_and_destroy(std::move(*more)));
       co_return fail(std::errc::protocol_error, message);
     }
     slots_.push_back(Slot{std::move(*more), loop, loop != home});
@@ -266,7 +274,12 @@ awaitable<Status> ExportClient::flush() {
 }
 
 awaitable<void> ExportClient::disconnect() {
-  for (Slot& slot : slots_) co_await run_on(slot.loop, slot.connection->disconnect());
+  for (Slot& slot : slots_) {
+    co_await run_on(slot.loop, slot.connection->disconnect());
+    // Its loop has nothing left to do for it (the reader has ended), so from here its
+    // statistics can be read from this thread.
+    slot.final_stats = slot.connection->stats();
+  }
 }
 
 void ExportClient::abort() {
@@ -283,7 +296,10 @@ void ExportClient::add_stats(TransferStats& stats) const {
   std::string cipher;
   bool tls = false;
   for (const Slot& slot : slots_) {
-    StreamStats s = slot.connection->stats();
+    // A connection on another loop is read only once it is disconnected; before that
+    // (a failed transfer, whose statistics nobody reports) its loop may be writing them.
+    if (slot.remote && !slot.final_stats) continue;
+    StreamStats s = slot.remote ? *slot.final_stats : slot.connection->stats();
     writes += s.socket_writes;
     records += s.tls_records;
     segments += s.tcp_segments;

@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -82,7 +83,8 @@ class ExportClient {
   void abort();
 
   // Connections, socket writes, TLS records and TCP segments, summed over connections.
-  // Only once the transfer is over: connections on other loops update them as they go.
+  // Connections on other loops update theirs as they go, so they count only once
+  // disconnect() has returned (a transfer that succeeded).
   void add_stats(TransferStats& stats) const;
 
  private:
@@ -94,6 +96,7 @@ class ExportClient {
     executor loop;
     bool remote = false;
     std::size_t in_flight = 0;
+    std::optional<StreamStats> final_stats = std::nullopt;  // read once disconnected
   };
   class Issued;
 
