@@ -6,13 +6,13 @@
 M=$((1024 * 1024))
 
 # A copy slow enough (depth 1, 4k requests) to report progress more than once.
-random_file "$scratch/big" 256M
+random_file "$scratch/big" 64M
 
 log "--progress=json"
 expect_ok "$SLUICE" copy --progress=json --depth 1 --request-size 4k "$scratch/big" "$scratch/big.copy"
 same_content "$scratch/big" "$scratch/big.copy"
 [[ -z $out ]] || fail "--progress=json wrote to stdout: $out"
-"$PYTHON" - "$err" $((256 * M)) <<'EOF' || fail "--progress=json output is wrong (above); it was:"$'\n'"$err"
+"$PYTHON" - "$err" $((64 * M)) <<'EOF' || fail "--progress=json output is wrong (above); it was:"$'\n'"$err"
 import json, sys
 text, total = sys.argv[1], int(sys.argv[2])
 lines = text.splitlines()
@@ -48,12 +48,12 @@ assert values.count(100) == 1, f"100 said more than once: {values}"
 EOF
 }
 xapi_check "$out"
-(( ${#out} >= 9 )) || fail "a 256M copy at depth 1 reported only '$out'"
+(( ${#out} >= 9 )) || fail "a 64M copy at depth 1 reported only '$out'"
 
 log "--progress=xapi --stats: stdout stays digits only, the summary goes to stderr"
 expect_ok "$SLUICE" copy --progress=xapi --stats "$scratch/big" null:
 xapi_check "$out"
-assert_eq "bytes_read in the stderr summary" "$(json_field "$err" bytes_read)" $((256 * M))
+assert_eq "bytes_read in the stderr summary" "$(json_field "$err" bytes_read)" $((64 * M))
 
 log "--progress=xapi on a failed copy never says 100"
 expect_status 1 "$SLUICE" copy --progress=xapi "$scratch/missing" null:
