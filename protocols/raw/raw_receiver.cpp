@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "protocols/common/trailing_bytes.hpp"
+
 namespace sluice {
 
 awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& destination,
@@ -25,6 +27,16 @@ awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& 
                                                       " of " + std::to_string(size) + " bytes");
       break;
     }
+  }
+  if (failure) {
+    // More bytes than the image holds: the sender's image is larger, and keeping the
+    // first `size` bytes of it would be a silently truncated disk.
+    auto more = co_await bytes_follow(reader, options.trailing_grace);
+    if (more && *more)
+      failure = fail(std::errc::file_too_large,
+                     "the raw stream carries more than the image's " + std::to_string(size) +
+                         " bytes (--size): the sender's image is larger; its first " + std::to_string(size) +
+                         " bytes were written, nothing is flushed or reported as done");
   }
   Status written = co_await writer.drain();
   if (!written) co_return tl::unexpected(written.error());

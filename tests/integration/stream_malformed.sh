@@ -134,6 +134,41 @@ else
   fail "raw short image from sluice copy: copy exit $copy_status, serve exit $status, $((SECONDS - started)) s, $(cat short.log) / $(cat raw2.log)"
 fi
 
+# A larger image than --size: the receiver must not keep its first SIZE bytes and call
+# that a success (both ends exited 0 before, with the rest of the image dropped).
+head -c $((2 * SIZE)) /dev/urandom >long.img
+port=$(free_port)
+start_serve raw3.log --listen tcp://127.0.0.1:$port --protocol raw --output out.img --size $SIZE --once || exit 1
+copy_status=0
+timeout 60 "$SLUICE" copy --protocol raw long.img tcp://127.0.0.1:$port 2>long.log || copy_status=$?
+wait "$SERVE_PID"
+status=$?
+if [ $copy_status -eq 1 ] && [ $status -eq 1 ] &&
+    grep -q "the raw stream carries more than the image's $SIZE bytes (--size)" raw3.log &&
+    cmp -s -n $SIZE long.img out.img; then
+  pass "raw: an image larger than --size fails both ends: $(cat raw3.log)"
+else
+  fail "raw image larger than --size: copy exit $copy_status, serve exit $status, $(cat long.log) / $(cat raw3.log)"
+fi
+# A sender that sends exactly SIZE bytes and keeps the connection open until the
+# receiver closes (no FIN after the last byte) is a complete transfer.
+port=$(free_port)
+start_serve raw4.log --listen tcp://127.0.0.1:$port --protocol raw --output out.img --size $SIZE --once || exit 1
+$PY - 127.0.0.1 $port good.img <<'PYEOF' >held.log 2>&1
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])))
+s.settimeout(30)
+s.sendall(open(sys.argv[3], "rb").read())
+print("closed by the receiver" if s.recv(1) == b"" else "the receiver sent data")
+PYEOF
+wait "$SERVE_PID"
+status=$?
+if [ $status -eq 0 ] && grep -q "closed by the receiver" held.log && cmp -s good.img out.img; then
+  pass "raw: a sender holding the connection open after the last byte succeeds"
+else
+  fail "raw sender holding the connection open: serve exit $status, $(cat held.log) / $(cat raw4.log)"
+fi
+
 # --- HTTP: refusals -------------------------------------------------------------------
 port=$(free_port)
 start_serve http.log --listen tcp://127.0.0.1:$port --protocol chunked --http --output out.img || exit 1

@@ -93,4 +93,25 @@ for version in tls13 tls12; do
     [ "$writes" -le 256 ] || fail "$version, $request chunks: $writes socket writes for 16 MiB"
   done
 done
+
+# Raw over TLS: an image larger than --size fails both ends (the receiver must not
+# keep the first 8 MiB as the whole disk); one of exactly --size succeeds (the sender
+# sends no close_notify and waits for the receiver to close first).
+head -c $((8 * 1024 * 1024)) image.img >half.img
+for case in image.img:1 half.img:0; do
+  IFS=: read -r source want <<<"$case"
+  port=$(free_port)
+  start_serve raw.log --listen tls://127.0.0.1:$port --protocol raw --output raw.img --size 8M --once "${SERVER[@]}" || exit 1
+  copy_status=0
+  "$SLUICE" copy --protocol raw --tls-ca certs/ca-cert.pem "$source" tls://localhost:$port 2>raw-copy.log || copy_status=$?
+  serve_status=0
+  wait "$SERVE_PID" || serve_status=$?
+  cmp -s -n $((8 * 1024 * 1024)) image.img raw.img || fail "raw over TLS from $source: the first 8 MiB differ"
+  if [ $copy_status = "$want" ] && [ $serve_status = "$want" ]; then
+    pass "raw over TLS from $source: both ends exit $want $(cat raw.log)"
+  else
+    fail "raw over TLS from $source: copy exit $copy_status, serve exit $serve_status, $(cat raw-copy.log) / $(cat raw.log)"
+  fi
+  [ "$want" = 0 ] || grep -q "carries more than the image's" raw.log || fail "raw over TLS: no clear error: $(cat raw.log)"
+done
 finish

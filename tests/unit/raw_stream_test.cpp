@@ -40,7 +40,7 @@ TEST_CASE("Raw destination: the image in order, holes and zeros as zero bytes, e
   }
 }
 
-TEST_CASE("Raw receiver: exactly the image's size, written in pieces; a short stream is an error") {
+TEST_CASE("Raw receiver: exactly the image's size, written in pieces; a short or a long stream is an error") {
   const std::uint64_t size = (5u << 20) + 100;
   std::vector<std::byte> input(size);
   for (std::size_t i = 0; i < input.size(); ++i) input[i] = std::byte(static_cast<unsigned char>(i * 13 + 1));
@@ -66,6 +66,22 @@ TEST_CASE("Raw receiver: exactly the image's size, written in pieces; a short st
     REQUIRE_FALSE(result);
     CHECK(result.error().message == "the raw stream ended after 3000000 of " + std::to_string(size) + " bytes");
     CHECK(sink.image[2999999] == input[2999999]);  // what arrived was written
+    CHECK_FALSE(sink.flushed);
+  }
+  {
+    // One byte more than the image holds: the sender's image is larger.
+    std::vector<std::byte> longer = input;
+    longer.push_back(std::byte{1});
+    test::CheckingSink sink(size);
+    test::MemoryStream stream(longer, 100000);
+    StreamReader reader(stream);
+    ReceiveOptions options;
+    options.image_size = size;
+    auto result = test::run(receive_raw(reader, sink, options));
+    REQUIRE_FALSE(result);
+    CHECK(result.error().message.starts_with("the raw stream carries more than the image's " + std::to_string(size) +
+                                             " bytes (--size)"));
+    CHECK(sink.image == input);
     CHECK_FALSE(sink.flushed);
   }
 }
