@@ -37,6 +37,10 @@ ProgressUpdate Transfer::progress() const {
 }
 
 awaitable<Result<TransferStats>> Transfer::run() {
+  // Its progress, cancellation and endpoints' state belong to one run; a second one
+  // on top (or after) would report a mix of both.
+  if (started_.exchange(true))
+    co_return fail(std::errc::operation_not_permitted, "this transfer has already run; a Transfer runs once");
   // The caller's own cancellation (CopyOptions::cancellation) stops this one too.
   Cancellation::Subscription chained;
   if (copy_.cancellation != nullptr)

@@ -10,7 +10,8 @@
 // flushing. A blocking transfer is cancelled through CopyOptions::cancellation, whose
 // request() may come from any thread. Errors, and exceptions from inside (an event
 // loop that cannot be set up), come back as an Error naming the cause; run() never
-// throws. A Transfer must outlive its run(); run it once.
+// throws. A Transfer must outlive its run(). It runs once: a second run() fails at
+// once and touches neither end.
 //
 // A Transfer owns no global state: a program may run any number at once. An NBD
 // endpoint may run its further connections on threads of its own
@@ -37,7 +38,7 @@ class Transfer {
   Transfer(std::string source, std::string destination, EndpointOptions endpoints = {},
            CopyOptions copy = {});
 
-  // Opens both ends, copies, flushes and closes. Call once.
+  // Opens both ends, copies, flushes and closes. A second call fails without running.
   awaitable<Result<TransferStats>> run();
 
   // Stops the transfer (before or while it runs); run() then fails with "the transfer
@@ -59,6 +60,7 @@ class Transfer {
   std::atomic<std::uint64_t> done_{0};
   std::atomic<std::uint64_t> total_{0};
   std::atomic<double> seconds_{0};
+  std::atomic<bool> started_{false};
 };
 
 // Runs one transfer on a private event loop on the calling thread. To stop it from
