@@ -19,6 +19,7 @@
 #include "engine/loop_threads.hpp"
 #include "engine/net/address.hpp"
 #include "engine/net/server_loop.hpp"
+#include "engine/net/socket_file_remover.hpp"
 
 namespace sluice::cli {
 
@@ -252,6 +253,8 @@ int serve_command(int argc, char** argv) {
     std::fprintf(stderr, "sluice: %s\n", acceptor.error().message.c_str());
     return exit_transfer_error;
   }
+  std::optional<SocketFileRemover> socket_file;
+  if (where->address.kind == NetAddress::Kind::unix_socket) socket_file.emplace(where->address.path);
   ServerLoop loop(std::move(*acceptor), std::move(workers), loop_options);
   extra_loops.start();
 

@@ -9,6 +9,8 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "engine/net/deadline.hpp"
@@ -87,6 +89,27 @@ awaitable<Result<Socket>> connect_to(const NetAddress& address, std::chrono::sec
                  connect_failure(address, last, timed_out, timeout));
 }
 
+namespace {
+
+// Whether a socket in this network namespace listens on `path`, read from
+// /proc/net/unix (its flags carry __SO_ACCEPTCON, 0x10000, for a listener), so a live
+// server is found without connecting to it. A path bound relative to another
+// directory is not recognised; nothing else is missed.
+bool unix_listener_exists(const std::string& path) {
+  std::ifstream table("/proc/net/unix");
+  std::string line;
+  std::getline(table, line);  // the header
+  while (std::getline(table, line)) {
+    std::istringstream fields(line);
+    std::string slot, refs, protocol, flags, type, state, inode, bound;
+    if (!(fields >> slot >> refs >> protocol >> flags >> type >> state >> inode >> bound)) continue;
+    if (bound == path && (std::stoul(flags, nullptr, 16) & 0x10000) != 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog) {
   Acceptor acceptor(ex);
   asio::error_code ec;
@@ -94,14 +117,18 @@ Result<Acceptor> listen_on(executor ex, const NetAddress& address, int backlog) 
     return fail(ec, std::string("cannot listen on ") + address.describe() + " (" + step + "): " + ec.message());
   };
   if (address.kind == NetAddress::Kind::unix_socket) {
-    // A socket file is replaced, as a stale one from a server that is gone must be
-    // (telling a live one apart would mean connecting to it, which a --once server
-    // would take for its transfer); anything else at the path is left alone.
+    // A stale socket file from a server that is gone is replaced; one a live server
+    // listens on is not (its clients would silently reach this one instead). Connecting
+    // would tell the two apart too, but a --once server would take that connection
+    // for its transfer. Anything else at the path is left alone.
     struct stat st {};
     if (::lstat(address.path.c_str(), &st) == 0) {
       if (!S_ISSOCK(st.st_mode))
         return fail(std::errc::file_exists,
                     "cannot listen on " + address.describe() + ": the path exists and is not a socket");
+      if (unix_listener_exists(address.path))
+        return fail(std::errc::address_in_use,
+                    "cannot listen on " + address.describe() + ": another server is listening on it");
       ::unlink(address.path.c_str());
     }
     asio::generic::stream_protocol::endpoint endpoint(asio::local::stream_protocol::endpoint(address.path));

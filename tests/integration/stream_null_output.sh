@@ -106,4 +106,28 @@ rc=$?
 [ $rc -eq 1 ] && grep -q 'the path exists and is not a socket' err.log && [ "$(cat not-a-socket)" = keep ] &&
   pass "a regular file at the socket path: refused and kept" || fail "a regular file at the socket path: exit $rc, $(cat err.log)"
 
+# A socket path a live server listens on is not taken over (its clients would reach
+# the newcomer instead: it was unlinked and rebound); the live server goes on
+# serving, removes its socket file when it stops, and a stale one left by a server
+# that is gone is replaced.
+start_serve live.log --listen "unix://$WORK/live.sock" --output null: --size 1M || exit 1
+live=$SERVE_PID
+timeout 10 "$SLUICE" serve --listen "unix://$WORK/live.sock" --output null: --size 1M 2>err.log
+rc=$?
+[ $rc -eq 1 ] && grep -q 'another server is listening on it' err.log &&
+  pass "a live server's socket path is refused: $(cat err.log)" || fail "a live server's socket path: exit $rc, $(cat err.log)"
+make_image small.img 65536
+"$SLUICE" copy small.img "unix://$WORK/live.sock" 2>copy.log && pass "the live server still serves its path" ||
+  fail "the live server lost its path: $(cat copy.log)"
+kill "$live"
+wait "$live" && [ ! -e live.sock ] && pass "a stopped server removes its socket file" ||
+  fail "after SIGTERM: exit status, or live.sock is still there: $(ls -l live.sock 2>&1)"
+$PY -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$WORK/stale.sock"
+stale_inode=$(stat -c %i stale.sock)
+start_serve stale.log --listen "unix://$WORK/stale.sock" --output null: --size 1M || exit 1
+for _ in $(seq 1 100); do [ "$(stat -c %i stale.sock 2>/dev/null)" != "$stale_inode" ] && break; sleep 0.05; done
+"$SLUICE" copy small.img "unix://$WORK/stale.sock" 2>copy.log && pass "a stale socket file is replaced" ||
+  fail "a stale socket file: $(cat copy.log) / $(cat stale.log)"
+kill "$SERVE_PID"
+
 finish
