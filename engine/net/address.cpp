@@ -9,6 +9,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -102,8 +103,9 @@ bool unix_listener_exists(const std::string& path) {
   while (std::getline(table, line)) {
     std::istringstream fields(line);
     std::string slot, refs, protocol, flags, type, state, inode, bound;
-    if (!(fields >> slot >> refs >> protocol >> flags >> type >> state >> inode >> bound)) continue;
-    if (bound == path && (std::stoul(flags, nullptr, 16) & 0x10000) != 0) return true;
+    if (!(fields >> slot >> refs >> protocol >> flags >> type >> state >> inode)) continue;
+    std::getline(fields >> std::ws, bound);  // the rest of the line: a path may hold spaces
+    if (bound == path && (std::strtoul(flags.c_str(), nullptr, 16) & 0x10000) != 0) return true;
   }
   return false;
 }
