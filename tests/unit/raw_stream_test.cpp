@@ -41,16 +41,20 @@ TEST_CASE("Raw destination: the image in order, holes and zeros as zero bytes, e
 }
 
 TEST_CASE("Raw receiver: exactly the image's size, written in pieces; a short or a long stream is an error") {
-  const std::uint64_t size = (5u << 20) + 100;
+  constexpr std::uint64_t size = (5u << 20) + 100;
   std::vector<std::byte> input(size);
   for (std::size_t i = 0; i < input.size(); ++i) input[i] = std::byte(static_cast<unsigned char>(i * 13 + 1));
-  {
-    test::CheckingSink sink(size);
-    test::MemoryStream stream(input, 100000);
+  // The stream delivers `bytes` 100000 at a time, then ends.
+  auto receive = [](std::vector<std::byte> bytes, test::CheckingSink& sink) {
+    test::MemoryStream stream(std::move(bytes), 100000);
     StreamReader reader(stream);
     ReceiveOptions options;
     options.image_size = size;
-    auto result = test::run(receive_raw(reader, sink, options));
+    return test::run(receive_raw(reader, sink, options));
+  };
+  {
+    test::CheckingSink sink(size);
+    auto result = receive(input, sink);
     REQUIRE(result);
     CHECK(result->bytes_written == size);
     CHECK(sink.image == input);
@@ -58,11 +62,7 @@ TEST_CASE("Raw receiver: exactly the image's size, written in pieces; a short or
   }
   {
     test::CheckingSink sink(size);
-    test::MemoryStream stream(std::vector<std::byte>(input.begin(), input.begin() + 3000000), 100000);
-    StreamReader reader(stream);
-    ReceiveOptions options;
-    options.image_size = size;
-    auto result = test::run(receive_raw(reader, sink, options));
+    auto result = receive(std::vector<std::byte>(input.begin(), input.begin() + 3000000), sink);
     REQUIRE_FALSE(result);
     CHECK(result.error().message == "the raw stream ended after 3000000 of " + std::to_string(size) + " bytes");
     CHECK(sink.image[2999999] == input[2999999]);  // what arrived was written
@@ -73,11 +73,7 @@ TEST_CASE("Raw receiver: exactly the image's size, written in pieces; a short or
     std::vector<std::byte> longer = input;
     longer.push_back(std::byte{1});
     test::CheckingSink sink(size);
-    test::MemoryStream stream(longer, 100000);
-    StreamReader reader(stream);
-    ReceiveOptions options;
-    options.image_size = size;
-    auto result = test::run(receive_raw(reader, sink, options));
+    auto result = receive(longer, sink);
     REQUIRE_FALSE(result);
     CHECK(result.error().message.starts_with("the raw stream carries more than the image's " + std::to_string(size) +
                                              " bytes (--size)"));
