@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/cancellation.hpp"
+#include "engine/net/opening_limit.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_options.hpp"
 #include "storage/file_options.hpp"
@@ -22,6 +23,9 @@ struct EndpointOptions {
   unsigned connections = 0;         // NBD multi-conn when the server allows it (0: 2 if so)
   unsigned threads = 0;             // event loops for NBD connections (0: one each, up to the CPUs)
   std::chrono::seconds timeout{0};  // a peer that stops answering (0: no limit)
+  // Connecting and the handshakes (0: bounded by `timeout` alone; see OpeningLimit).
+  std::chrono::seconds connect_timeout{30};
+  OpeningLimit opening() const { return opening_limit(timeout, connect_timeout); }
   // Stops the waits on a peer while the endpoints open (Transfer sets it to its own).
   Cancellation* cancellation = nullptr;
 

@@ -14,6 +14,7 @@ nbd::ClientOptions client_options(const EndpointOptions& options) {
   client.connections = options.connections;
   client.threads = options.threads;
   client.timeout = options.timeout;
+  client.connect_timeout = options.connect_timeout;
   client.cancellation = options.cancellation;
   client.notice = options.notice;
   return client;

@@ -38,7 +38,7 @@ Result<NetAddress> address_of(const Uri& uri) {
 }
 
 std::string timed_out_message(const std::string& what, const EndpointOptions& options) {
-  return what + " did not finish within " + std::to_string(options.timeout.count()) + " seconds (--timeout)";
+  return what + " did not finish within " + options.opening().describe();
 }
 
 awaitable<Result<std::unique_ptr<Stream>>> connect_stream(const Uri& uri, const NetAddress& address,
@@ -49,14 +49,14 @@ awaitable<Result<std::unique_ptr<Stream>>> connect_stream(const Uri& uri, const 
     if (!context) co_return tl::unexpected(context.error());
     tls = *context;
   }
-  auto socket = co_await connect_to(address, options.timeout, options.cancellation);
+  auto socket = co_await connect_to(address, options.opening().seconds, options.cancellation);
   if (!socket) co_return tl::unexpected(socket.error());
   StreamOptions stream_options = options.stream;
   stream_options.stall_timeout = options.timeout;
   if (!tls) co_return std::unique_ptr<Stream>(std::make_unique<SocketStream>(std::move(*socket), stream_options));
   // The name to verify (and send as SNI) is the one the user connected to, unless told.
   std::string hostname = options.tls.hostname.empty() ? uri.host : options.tls.hostname;
-  Deadline deadline(co_await asio::this_coro::executor, options.timeout, socket->native_handle(), nullptr,
+  Deadline deadline(co_await asio::this_coro::executor, options.opening().seconds, socket->native_handle(), nullptr,
                     options.cancellation);
   auto stream = co_await TlsStream::handshake(tls, std::move(*socket), stream_options, hostname);
   deadline.disarm();
@@ -91,7 +91,7 @@ awaitable<Result<std::unique_ptr<Destination>>> open_stream_destination(const Ur
     // The cookie tells xapi the body is Chunked; an unframed body must not claim it.
     request.chunked = protocol == "chunked";
     request.user_agent = "sluice";
-    Deadline deadline(co_await asio::this_coro::executor, options.timeout, (*stream)->socket_fd(), stream->get(),
+    Deadline deadline(co_await asio::this_coro::executor, options.opening().seconds, (*stream)->socket_fd(), stream->get(),
                       options.cancellation);
     auto answer = co_await start_http_import(**stream, uri, request);
     deadline.disarm();

@@ -24,6 +24,7 @@ enum Flag {
   flag_connections,
   flag_threads,
   flag_timeout,
+  flag_connect_timeout,
 };
 
 }  // namespace
@@ -46,7 +47,10 @@ const char* const endpoint_flags_help =
     "                        number of CPUs)\n"
     "  --timeout SECONDS     fail when a peer stops answering for this long: connecting,\n"
     "                        handshakes (NBD, TLS, HTTP), an NBD server with requests\n"
-    "                        pending, a stream receiver that stops reading\n";
+    "                        pending, a stream receiver that stops reading (default: no\n"
+    "                        limit once data moves)\n"
+    "  --connect-timeout SECONDS   connecting and the handshakes must finish within\n"
+    "                        this (default 30; 0: only --timeout bounds them)\n";
 
 const std::vector<struct option>& endpoint_flags() {
   static const std::vector<struct option> flags = {
@@ -64,6 +68,7 @@ const std::vector<struct option>& endpoint_flags() {
       {"connections", required_argument, nullptr, flag_connections},
       {"threads", required_argument, nullptr, flag_threads},
       {"timeout", required_argument, nullptr, flag_timeout},
+      {"connect-timeout", required_argument, nullptr, flag_connect_timeout},
   };
   return flags;
 }
@@ -99,6 +104,9 @@ bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& option
       return true;
     }
     case flag_timeout: options.timeout = std::chrono::seconds(count_argument("timeout", argument)); return true;
+    case flag_connect_timeout:
+      options.connect_timeout = std::chrono::seconds(count_argument("connect-timeout", argument));
+      return true;
     default: return false;
   }
 }

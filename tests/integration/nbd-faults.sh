@@ -92,7 +92,11 @@ c, _ = s.accept(); time.sleep(120)' "$silent_port" "$scratch/silent.ready" &
 silent=$!
 on_exit "kill $silent"
 wait_for_file "$scratch/silent.ready" || fail "the silent server did not start"
-expect_failure "did not finish within 2 seconds" copy --timeout 2 "$scratch/random.img" "nbd://127.0.0.1:$silent_port/"
+expect_failure "did not finish within 2 seconds (--timeout)" copy --timeout 2 "$scratch/random.img" "nbd://127.0.0.1:$silent_port/"
+# Without --timeout the handshake is still bounded: --connect-timeout (30 s by default).
+start=$SECONDS
+expect_failure "did not finish within 2 seconds (--connect-timeout)" copy --connect-timeout 2 "nbd://127.0.0.1:$silent_port/" null:
+(( SECONDS - start < 20 )) || fail "--connect-timeout 2 took $((SECONDS - start)) s"
 
 log "a read-only export is refused before anything is written"
 nbdkit_unix readonly -r --filter=log memory 64M logfile="$scratch/ro.log"

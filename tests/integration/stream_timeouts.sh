@@ -44,14 +44,16 @@ PYEOF
 make_image src.img $((64 << 20))
 
 # expect_timeout NAME URI PATTERN [options]: the copy fails within the bound, naming PATTERN.
+# The bound is --timeout 2 unless LIMIT says otherwise.
 expect_timeout() {
   local name=$1 uri=$2 pattern=$3; shift 3
-  local start=$SECONDS rc=0
-  timeout 60 "$SLUICE" copy --timeout 2 "$@" src.img "$uri" 2>err.txt || rc=$?
+  local start=$SECONDS rc=0 limit=${LIMIT:---timeout 2}
+  # shellcheck disable=SC2086 # the limit is a flag and its value
+  timeout 60 "$SLUICE" copy $limit "$@" src.img "$uri" 2>err.txt || rc=$?
   local took=$((SECONDS - start))
   if [ "$rc" -ne 1 ]; then fail "$name: exit $rc, expected 1 ($(cat err.txt))"; return; fi
   if ! grep -q "$pattern" err.txt; then fail "$name: message does not say '$pattern': $(cat err.txt)"; return; fi
-  if [ "$took" -gt 20 ]; then fail "$name: took ${took}s with --timeout 2"; return; fi
+  if [ "$took" -gt 20 ]; then fail "$name: took ${took}s with $limit"; return; fi
   pass "$name: exit 1 after ${took}s: $(tail -1 err.txt)"
 }
 
@@ -75,6 +77,24 @@ port=$(free_port); stall_server "$port" no-accept
 wait_listening "tcp://127.0.0.1:$port"
 sleep 0.3  # let the fillers take the queue
 expect_timeout "connection never accepted" "tcp://127.0.0.1:$port" "no answer within 2 seconds"
+
+# Without --timeout, connecting and the handshakes are still bounded (--connect-timeout,
+# 30 s by default): a silent peer cannot hold a copy that has not started forever.
+port=$(free_port); stall_server "$port" http
+wait_listening "tcp://127.0.0.1:$port"
+LIMIT="--connect-timeout 2" expect_timeout "HTTP server never answers, no --timeout" "http://127.0.0.1:$port/import" \
+  "HTTP request (waiting for its answer) did not finish within 2 seconds (--connect-timeout)"
+
+port=$(free_port); stall_server "$port" read
+wait_listening "tcp://127.0.0.1:$port"
+LIMIT="--connect-timeout 2" expect_timeout "TLS handshake never answered, no --timeout" "tls://127.0.0.1:$port" \
+  "TLS handshake did not finish within 2 seconds (--connect-timeout)" --tls-no-verify
+
+# The smaller limit wins: --timeout 2 under the default --connect-timeout of 30.
+port=$(free_port); stall_server "$port" read
+wait_listening "tcp://127.0.0.1:$port"
+expect_timeout "TLS handshake, --timeout under --connect-timeout" "tls://127.0.0.1:$port" \
+  "did not finish within 2 seconds (--timeout)" --tls-no-verify
 
 # Without --timeout nothing changes for a healthy receiver: a real transfer still
 # completes and verifies (the deadline must not fire on a slow start).

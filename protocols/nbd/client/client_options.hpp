@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/cancellation.hpp"
+#include "engine/net/opening_limit.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_context.hpp"
 
@@ -50,6 +51,9 @@ struct ClientOptions {
   // A server with requests pending that sends nothing for this long fails the
   // connection; also bounds the handshake. Zero: no limit.
   std::chrono::seconds timeout{0};
+  // Connecting and the handshake (0: bounded by `timeout` alone; see OpeningLimit).
+  std::chrono::seconds connect_timeout{30};
+  OpeningLimit opening() const { return opening_limit(timeout, connect_timeout); }
   // Stops the connects and handshakes while the client opens; afterwards the copy
   // stops it through abort().
   Cancellation* cancellation = nullptr;

@@ -21,14 +21,14 @@ awaitable<Result<std::unique_ptr<Connection>>> handshake_on(std::unique_ptr<Stre
                                                             const std::string& display) {
   auto ex = co_await asio::this_coro::executor;
   const std::string peer = stream->peer();
-  Deadline deadline(ex, options.timeout, fd, stream.get(), options.cancellation);
+  Deadline deadline(ex, options.opening().seconds, fd, stream.get(), options.cancellation);
   auto negotiated = co_await negotiate(std::move(stream), options);
   deadline.disarm();
   if (!negotiated) {
     if (deadline.cancelled()) co_return tl::unexpected(cancelled_error());
     if (deadline.fired())
       co_return fail(std::errc::timed_out, display + ": the NBD handshake with " + peer + " did not finish within " +
-                                               std::to_string(options.timeout.count()) + " seconds (--timeout)");
+                                               options.opening().describe());
     co_return fail(negotiated.error().code, display + ": " + negotiated.error().message);
   }
   auto connection = std::make_unique<Connection>(ex, std::move(negotiated->stream), std::move(negotiated->facts),
@@ -38,7 +38,7 @@ awaitable<Result<std::unique_ptr<Connection>>> handshake_on(std::unique_ptr<Stre
 }
 
 awaitable<Result<std::unique_ptr<Connection>>> connect_one(const Target& target, const ClientOptions& options) {
-  auto socket = co_await connect_to(target.address, options.timeout, options.cancellation);
+  auto socket = co_await connect_to(target.address, options.opening().seconds, options.cancellation);
   if (!socket) co_return fail(socket.error().code, target.display + ": " + socket.error().message);
   const int fd = socket->native_handle();
   auto stream = std::make_unique<SocketStream>(std::move(*socket), options.stream);
