@@ -111,14 +111,22 @@ ServeOptions parse(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, short_options, options, nullptr)) != -1) {
     switch (c) {
-      case opt_listen: o.listen = optarg; break;
+      // A second --listen or --output used to replace the first without a word: a
+      // server listening somewhere other than where the user thinks is refused instead.
+      case opt_listen:
+        if (!o.listen.empty()) throw UsageError("--listen given twice: a serve listens on one address");
+        o.listen = optarg;
+        break;
       case opt_protocol:
         o.protocol = optarg;
         if (o.protocol != "chunked" && o.protocol != "raw" && o.protocol != "nbd")
           throw UsageError("--protocol must be chunked, raw or nbd");
         break;
       case opt_http: o.http = true; break;
-      case opt_output: o.output = optarg; break;
+      case opt_output:
+        if (!o.output.empty()) throw UsageError("--output given twice: a serve writes one image");
+        o.output = optarg;
+        break;
       case opt_size: o.size = size_argument("size", optarg); break;
       case opt_once: o.once = true; break;
       case opt_direct: o.direct = true; break;

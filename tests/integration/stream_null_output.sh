@@ -93,6 +93,17 @@ rc=$?
 rc=$?
 [ $rc -eq 2 ] && pass "null: with --direct is a usage error" || fail "null: with --direct: exit $rc, $(cat err.log)"
 
+# A repeated --listen or --output is refused, not silently replaced by the last one.
+"$SLUICE" serve --listen tcp://127.0.0.1:$(free_port) --listen tcp://127.0.0.1:$(free_port) --output null: \
+  --size 1M --once 2>err.log
+rc=$?
+[ $rc -eq 2 ] && grep -q -- '--listen given twice' err.log && pass "a second --listen is a usage error" ||
+  fail "a second --listen: exit $rc, $(cat err.log)"
+"$SLUICE" serve --listen tcp://127.0.0.1:$(free_port) --output null: --output other.img --size 1M --once 2>err.log
+rc=$?
+[ $rc -eq 2 ] && grep -q -- '--output given twice' err.log && [ ! -e other.img ] &&
+  pass "a second --output is a usage error" || fail "a second --output: exit $rc, $(cat err.log)"
+
 # A file output that no transfer could use fails at start, --size or not (it was found
 # only by each sender in turn); a socket path held by a regular file is left alone.
 mkdir a-dir
