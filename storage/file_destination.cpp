@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "storage/fallocate_outcome.hpp"
 #include "storage/image_file.hpp"
 
 namespace sluice {
@@ -22,8 +23,6 @@ constexpr std::size_t block_device_writers = 256;
 namespace {
 constexpr std::uint64_t direct_alignment = 4096;
 constexpr std::size_t zero_chunk = 1u << 20;
-
-bool unsupported(int err) { return err == EOPNOTSUPP || err == ENOSYS || err == EINVAL; }
 }  // namespace
 
 Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, const std::string& path,
@@ -154,16 +153,22 @@ awaitable<Status> FileDestination::zero(std::uint64_t offset, std::uint64_t leng
   // range in place (stays allocated), then writing zeros.
   if (mode == ZeroMode::may_punch && punch_supported_) {
     int ret = co_await ring_.fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
-    if (ret == 0) co_return Status{};
-    if (!unsupported(-ret)) co_return fail_at("punching a hole", offset, errno_code(-ret));
-    punch_supported_ = false;
+    switch (classify_fallocate(ret, block_device_)) {
+      case FallocateOutcome::done: co_return Status{};
+      case FallocateOutcome::refused_here: break;
+      case FallocateOutcome::unsupported: punch_supported_ = false; break;
+      case FallocateOutcome::failed: co_return fail_at("punching a hole", offset, errno_code(-ret));
+    }
   }
   if (zero_range_supported_) {
     int ret = co_await ring_.fallocate(fd_.get(), FALLOC_FL_ZERO_RANGE | (block_device_ ? 0 : FALLOC_FL_KEEP_SIZE),
                                        offset, length);
-    if (ret == 0) co_return Status{};
-    if (!unsupported(-ret)) co_return fail_at("zeroing", offset, errno_code(-ret));
-    zero_range_supported_ = false;
+    switch (classify_fallocate(ret, block_device_)) {
+      case FallocateOutcome::done: co_return Status{};
+      case FallocateOutcome::refused_here: break;
+      case FallocateOutcome::unsupported: zero_range_supported_ = false; break;
+      case FallocateOutcome::failed: co_return fail_at("zeroing", offset, errno_code(-ret));
+    }
   }
   co_return co_await write_zeros(offset, length);
 }

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "engine/buffer.hpp"
+#include "storage/fallocate_outcome.hpp"
 #include "storage/file_extents.hpp"
 #include "storage/image_file.hpp"
 
@@ -19,11 +20,6 @@ namespace {
 constexpr std::uint32_t direct_alignment = 4096;
 constexpr std::size_t zero_chunk = 1u << 20;
 constexpr std::uint32_t max_request = 32u << 20;
-
-bool unsupported(std::error_code ec) {
-  return ec == std::errc::operation_not_supported || ec == std::errc::function_not_supported ||
-         ec == std::errc::invalid_argument;
-}
 
 // Whether punching holes works here, without touching a byte of the image: a punch
 // beyond the end of file changes nothing on filesystems that support it and fails on
@@ -138,16 +134,11 @@ awaitable<Status> FileImage::write_from_pipe(std::uint64_t offset, std::size_t l
 awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
                                        bool* supported, bool* done) {
   int ret = co_await ring_.fallocate(fd_.get(), mode, offset, length);
-  std::error_code ec = ret < 0 ? errno_code(-ret) : std::error_code{};
-  if (!ec) {
-    *done = true;
-  } else if (block_device_ && ec == std::errc::invalid_argument) {
-    // A block device says EINVAL for a range not aligned to its logical blocks (and
-    // EOPNOTSUPP for a mode it lacks): this request falls back, later ones may not.
-  } else if (unsupported(ec)) {
-    *supported = false;
-  } else {
-    co_return fail_at(what, offset, ec);
+  switch (classify_fallocate(ret, block_device_)) {
+    case FallocateOutcome::done: *done = true; break;
+    case FallocateOutcome::refused_here: break;
+    case FallocateOutcome::unsupported: *supported = false; break;
+    case FallocateOutcome::failed: co_return fail_at(what, offset, errno_code(-ret));
   }
   co_return Status{};
 }

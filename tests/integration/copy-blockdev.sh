@@ -8,10 +8,11 @@ requires_root "attaching loop devices"
 
 M=$((1024 * 1024))
 
-# attach FILE: a new loop device backed by FILE, detached on exit; its path in $device.
+# attach FILE [LOSETUP-OPTIONS]: a new loop device backed by FILE, detached on exit; its
+# path in $device.
 attach() {
   local reason
-  if ! device=$(losetup --find --show "$1" 2>"$scratch/losetup.err"); then
+  if ! device=$(losetup --find --show "${@:2}" "$1" 2>"$scratch/losetup.err"); then
     reason=$(cat "$scratch/losetup.err")
     skip "no loop device available: ${reason:-losetup failed}"
   fi
@@ -88,5 +89,29 @@ small=$device
 expect_fail 1 "$small: the device (8388608 bytes) is smaller than the source ($src_size bytes)" \
   "$SLUICE" copy "$src" "$small"
 cmp "$scratch/small.orig" "$small" || fail "the copy wrote to $small before failing"
+
+log "a 4096-byte-sector device: an unaligned zero range falls back alone"
+# The device refuses (EINVAL) to punch or zero 512 bytes it cannot address; that says
+# nothing about aligned ranges, which must still be punched, not written as zeros (it
+# used to turn punching off for the rest of the copy: the 12 MiB hole below was then
+# written out, allocating the whole backing file).
+unaligned=$scratch/unaligned.img
+sparse_file "$unaligned" 16M
+write_random "$unaligned" 0 4M
+write_zeros "$unaligned" 512 512
+random_file "$scratch/sector4k" 16M
+attach "$scratch/sector4k" --sector-size 4096
+sector4k=$device
+if [[ $(blockdev --getss "$sector4k") != 4096 ]]; then
+  log "losetup cannot give a 4096-byte logical sector here: not checked"
+else
+  # One request at a time, so the unaligned range is met before the hole.
+  expect_ok "$SLUICE" copy --sparse=512 --depth 1 --request-size 64k "$unaligned" "$sector4k"
+  cmp "$unaligned" "$sector4k" || fail "$sector4k differs from $unaligned"
+  sync
+  blocks=$(stat -c %b "$scratch/sector4k")
+  # 4 MiB of data is 8192 blocks of 512 bytes; the hole written as zeros made it 32768.
+  ((blocks < 16384)) || fail "the backing file has $blocks blocks allocated: the 12 MiB hole was written, not punched"
+fi
 
 log "ok"
