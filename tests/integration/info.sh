@@ -84,6 +84,17 @@ expect_ok "$SLUICE" info --json "$f"
 "$PYTHON" -c 'import json, sys; assert json.loads(sys.argv[1])["source"] == sys.argv[2]' "$out" "$f" ||
   fail "info --json does not give back the name $f: $out"
 
+# A name that is not UTF-8 (Latin-1 "café") and one that is: the JSON stays valid, a
+# stray byte becomes U+FFFD, well-formed UTF-8 comes back as it was.
+f=$scratch/$'caf\xe9-\xc3\xa9t\xc3\xa9.img'
+sparse_file "$f" 1M
+expect_ok "$SLUICE" info --json "$f"
+"$PYTHON" -c '
+import json, sys
+got = json.loads(sys.argv[1].encode("utf-8", "surrogateescape").decode("utf-8"))["source"]
+assert got.endswith("caf\ufffd-\u00e9t\u00e9.img"), repr(got)' "$out" ||
+  fail "info --json of a non-UTF-8 name is not valid JSON: $out"
+
 # Errors.
 expect_fail 1 "$scratch/missing.img: No such file or directory" "$SLUICE" info "$scratch/missing.img"
 expect_fail 1 "not a regular file or block device" "$SLUICE" info "$scratch"
