@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +23,17 @@ constexpr std::size_t block_device_writers = 256;
 
 namespace {
 constexpr std::uint64_t direct_alignment = 4096;
+
+// RLIMIT_FSIZE (`ulimit -f`): a write past it fails with EFBIG (SIGXFSZ is ignored by
+// the CLI); known before the copy, it is refused before anything is touched.
+Status fits_file_size_limit(const std::string& path, std::uint64_t size) {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || size <= limit.rlim_cur)
+    return Status{};
+  return fail(std::errc::file_too_large, path + ": the image (" + std::to_string(size) +
+                                             " bytes) is larger than the file-size limit (ulimit -f: " +
+                                             std::to_string(limit.rlim_cur) + " bytes)");
+}
 constexpr std::size_t zero_chunk = 1u << 20;
 }  // namespace
 
@@ -51,6 +63,13 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(errno_code(errno), path + ": cannot extend to " + std::to_string(size) +
                                          " bytes: " + errno_code(errno).message());
   } else {
+    // A size this file cannot have (over `ulimit -f`, or the filesystem's largest file)
+    // must fail while the old contents are still there: check the limit, and grow the
+    // file before emptying it.
+    if (Status fits = fits_file_size_limit(path, size); !fits) return tl::unexpected(fits.error());
+    if (info->size < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
+      return fail(errno_code(errno), path + ": cannot set the size to " + std::to_string(size) +
+                                         " bytes: " + errno_code(errno).message());
     // Empty it and give it the source's size: it then reads as zeros, so zero ranges
     // need no writes and stay holes.
     if (::ftruncate(fd.get(), 0) != 0 || ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)

@@ -1,4 +1,5 @@
 // sluice: move disk images. Subcommands: copy, info, demo.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -32,6 +33,9 @@ void usage(std::FILE* out) {
 
 int main(int argc, char** argv) {
   using namespace sluice::cli;
+  // A write past `ulimit -f` would kill the process without a word; ignored, it fails
+  // with EFBIG and the copy reports it like any other write error.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     usage(stderr);
     return exit_usage;

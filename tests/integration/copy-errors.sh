@@ -205,6 +205,17 @@ for signal in INT TERM; do
 done
 rm -f "$scratch/slow" "$scratch/slow.copy"
 
+log "a destination over the file-size limit (ulimit -f): an error, the old contents kept"
+# It used to die of SIGXFSZ (exit 153, no message) after emptying the destination.
+random_file "$scratch/over-limit" 20M
+random_file "$scratch/kept" 8M
+cp "$scratch/kept" "$scratch/kept.orig"
+expect_fail 1 "is larger than the file-size limit (ulimit -f: 10485760 bytes)" \
+  bash -c 'ulimit -f 10240 && exec "$@"' - "$SLUICE" copy "$scratch/over-limit" "$scratch/kept"
+one_clear_line
+cmp -s "$scratch/kept" "$scratch/kept.orig" || fail "the destination was changed by a copy that could not fit"
+rm -f "$scratch/over-limit" "$scratch/kept" "$scratch/kept.orig"
+
 log "transfer buffers that cannot be allocated: an error, not a short copy"
 # 64 requests of 32 MiB cannot fit under a 120 MB address-space limit. Sanitizer
 # builds reserve terabytes of shadow memory and cannot run under any such limit: skip

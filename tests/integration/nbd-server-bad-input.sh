@@ -219,6 +219,24 @@ else
   echo "note: not root or no tmpfs mount: full-disk case skipped"
 fi
 
+# A write past the server's file-size limit (ulimit -f) answers ENOSPC and the server
+# goes on (SIGXFSZ used to kill it: every client lost its connection).
+truncate -s 16M "$WORK/limited.img"
+ulimit -S -f 8192
+start_server "unix://$SOCK" --export disk="$WORK/limited.img"
+ulimit -S -f unlimited
+nbdsh -u "$U" -c '
+import errno
+from expect import expect
+expect("WRITE past the file-size limit", lambda: h.pwrite(b"l" * 4096, 12 << 20), errno.ENOSPC)
+h.pwrite(b"k" * 4096, 4096)
+assert h.pread(4096, 4096) == b"k" * 4096
+h.flush()
+print("ok: the server still serves after a write past its file-size limit")
+' || die "file-size limit"
+kill -0 "$SERVER_PID" || die "the server died of a write past its file-size limit"
+stop_server
+
 # A block device with 4 KiB sectors refuses unaligned fallocate ranges with EINVAL:
 # that request falls back to writing zeros, and fast zeroing still works afterwards
 # (one unaligned request once turned it off for good: FAST_ZERO then failed ENOTSUP).
