@@ -214,7 +214,20 @@ expect_fail 1 "is larger than the file-size limit (ulimit -f: 10485760 bytes)" \
   bash -c 'ulimit -f 10240 && exec "$@"' - "$SLUICE" copy "$scratch/over-limit" "$scratch/kept"
 one_clear_line
 cmp -s "$scratch/kept" "$scratch/kept.orig" || fail "the destination was changed by a copy that could not fit"
-rm -f "$scratch/over-limit" "$scratch/kept" "$scratch/kept.orig"
+# The receiving side: an output that cannot grow to --size fails that transfer with a
+# message (SIGXFSZ used to kill serve without one).
+rm -f "$scratch/limit.sock"
+bash -c 'ulimit -f 10240 && exec "$@"' - "$SLUICE" serve --listen "unix://$scratch/limit.sock" --protocol raw \
+  --output "$scratch/limit.out" --size 20M --once 2>"$scratch/serve.err" &
+serve_pid=$!
+on_exit "kill -KILL $serve_pid"
+for _ in $(seq 100); do [[ -S $scratch/limit.sock ]] && break; sleep 0.1; done
+"$SLUICE" copy --protocol raw "$scratch/over-limit" "unix://$scratch/limit.sock" 2>/dev/null &&
+  fail "a copy into a serve whose output cannot grow succeeded"
+wait_or_hang "$serve_pid" 30
+assert_eq "serve's exit status when its output cannot grow" "$status" 1
+grep -q "File too large" "$scratch/serve.err" || fail "serve did not say why: $(cat "$scratch/serve.err")"
+rm -f "$scratch/over-limit" "$scratch/kept" "$scratch/kept.orig" "$scratch/limit.out"
 
 log "transfer buffers that cannot be allocated: an error, not a short copy"
 # 64 requests of 32 MiB cannot fit under a 120 MB address-space limit. Sanitizer

@@ -219,8 +219,8 @@ else
   echo "note: not root or no tmpfs mount: full-disk case skipped"
 fi
 
-# A write past the server's file-size limit (ulimit -f) answers ENOSPC and the server
-# goes on (SIGXFSZ used to kill it: every client lost its connection).
+# A write past the server's file-size limit (ulimit -f) answers ENOSPC (the kernel's
+# EFBIG) and the server goes on.
 truncate -s 16M "$WORK/limited.img"
 ulimit -S -f 8192
 start_server "unix://$SOCK" --export disk="$WORK/limited.img"
