@@ -54,6 +54,9 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
       return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
   if (info->block_device) {
+    auto claimed = claim_block_device(path, O_WRONLY);
+    if (!claimed) return tl::unexpected(claimed.error());
+    fd = std::move(*claimed);
     if (info->size < size)
       return fail(std::errc::no_space_on_device,
                   path + ": the device (" + std::to_string(info->size) +

@@ -29,12 +29,18 @@ bool punch_works(int fd, std::uint64_t size) {
   return ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, beyond, direct_alignment) == 0;
 }
 
+Result<UniqueFd> duplicate(const std::string& path, int fd) {
+  UniqueFd copy(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+  if (!copy) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
+  return copy;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::string& path,
                                                    const FileImageOptions& options) {
   const int mode = options.read_only ? O_RDONLY : O_RDWR;
-  auto opened = open_image_file(path, mode);
+  Result<UniqueFd> opened = options.shared_fd >= 0 ? duplicate(path, options.shared_fd) : open_image_file(path, mode);
   if (!opened) {
     Error error = opened.error();
     if (!options.read_only && (error.code == std::errc::permission_denied ||

@@ -22,6 +22,11 @@ struct FileImageOptions {
   bool direct = false;
   // Data operations in flight at once.
   std::size_t max_in_flight = 64;
+  // An open descriptor of `path` to share (it is duplicated) instead of opening the
+  // path again: a block device claimed with O_EXCL (claim_block_device), whose claim a
+  // second open would collide with, and which the kernel requires for discards and
+  // zeroing while it is claimed.
+  int shared_fd = -1;
 };
 
 class FileImage final : public Image {

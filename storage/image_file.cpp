@@ -59,4 +59,14 @@ Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode
   return fd;
 }
 
+Result<UniqueFd> claim_block_device(const std::string& path, int flags) {
+  UniqueFd fd(::open(path.c_str(), flags | O_EXCL | O_CLOEXEC));
+  if (fd) return fd;
+  const int err = errno;
+  if (err == EBUSY)
+    return fail(errno_code(err), path + ": the device is in use (mounted, or held by RAID, LVM, device-mapper or "
+                                        "another exclusive writer); nothing was written to it");
+  return fail(errno_code(err), path + ": " + errno_code(err).message());
+}
+
 }  // namespace sluice

@@ -29,4 +29,10 @@ Result<ImageFile> inspect_image_file(int fd, const std::string& path);
 // code is the errno, for callers' hints.
 Result<UniqueFd> open_image_file(const std::string& path, int flags, mode_t mode = 0);
 
+// Opens a block device to write with O_EXCL, which the kernel refuses while the device
+// is mounted or held by another claimant (RAID, LVM, device-mapper, another O_EXCL
+// writer): writing under a live filesystem would destroy it. The claim lasts as long as
+// the descriptor.
+Result<UniqueFd> claim_block_device(const std::string& path, int flags);
+
 }  // namespace sluice

@@ -239,6 +239,16 @@ int serve_command(int argc, char** argv) {
     loop_options.tls = *tls;
   }
 
+  std::vector<UniqueFd> device_claims;
+  if (options.protocol == "nbd") {
+    auto claims = claim_export_devices(options);
+    if (!claims) {
+      std::fprintf(stderr, "sluice: %s\n", claims.error().message.c_str());
+      return exit_transfer_error;
+    }
+    device_claims = std::move(*claims);
+  }
+
   // The main loop accepts and serves; each further thread runs a loop of its own with
   // its own service (its own open exports), so connections share nothing across threads.
   LoopThreads extra_loops(options.threads - 1);
@@ -248,7 +258,8 @@ int serve_command(int argc, char** argv) {
   std::vector<std::function<void()>> stops;  // one per loop, run on that loop
   for (const executor& loop_ex : loops) {
     auto service =
-        options.protocol == "nbd" ? make_nbd_service(loop_ex, options) : make_stream_receiver(loop_ex, options);
+        options.protocol == "nbd" ? make_nbd_service(loop_ex, options, device_claims)
+                                  : make_stream_receiver(loop_ex, options);
     if (!service) {
       std::fprintf(stderr, "sluice: %s\n", service.error().message.c_str());
       return exit_transfer_error;

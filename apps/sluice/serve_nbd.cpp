@@ -1,10 +1,13 @@
 // sluice serve --protocol nbd: the configured files and devices as NBD exports.
+#include <fcntl.h>
+
 #include <set>
 
 #include "apps/sluice/serve_service.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "protocols/nbd/server/nbd_server.hpp"
 #include "storage/file_image.hpp"
+#include "storage/image_file.hpp"
 
 namespace sluice::cli {
 
@@ -21,15 +24,18 @@ std::string describe_export(const FileImage& image, bool read_only) {
 
 }  // namespace
 
-Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options) {
+Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options,
+                                      const std::vector<UniqueFd>& device_claims) {
   nbd::ServerConfig config;
   config.zero_copy = options.zero_copy;
   std::set<std::string> names;
-  for (const ExportSpec& spec : options.exports) {
+  for (std::size_t i = 0; i < options.exports.size(); ++i) {
+    const ExportSpec& spec = options.exports[i];
     if (!names.insert(spec.name).second) throw UsageError("--export: the name '" + spec.name + "' is used twice");
     FileImageOptions image_options;
     image_options.read_only = options.read_only;
     image_options.direct = options.direct;
+    if (i < device_claims.size() && device_claims[i]) image_options.shared_fd = device_claims[i].get();
     auto image = FileImage::open(ex, spec.path, image_options);
     if (!image) return fail(image.error().code, "export '" + spec.name + "': " + image.error().message);
     std::string description = describe_export(**image, options.read_only);
@@ -55,6 +61,22 @@ Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options) 
   service.handler = [server](std::unique_ptr<Stream> stream) { return server->serve(std::move(stream)); };
   service.stop = [server] { server->stop(); };
   return service;
+}
+
+Result<std::vector<UniqueFd>> claim_export_devices(const ServeOptions& options) {
+  std::vector<UniqueFd> claims(options.exports.size());
+  if (options.read_only) return claims;
+  for (std::size_t i = 0; i < options.exports.size(); ++i) {
+    const ExportSpec& spec = options.exports[i];
+    auto opened = open_image_file(spec.path, O_RDONLY);
+    if (!opened) continue;  // FileImage::open says why, naming the export
+    auto info = inspect_image_file(opened->get(), spec.path);
+    if (!info || !info->block_device) continue;
+    auto claimed = claim_block_device(spec.path, O_RDWR);
+    if (!claimed) return fail(claimed.error().code, "export '" + spec.name + "': " + claimed.error().message);
+    claims[i] = std::move(*claimed);
+  }
+  return claims;
 }
 
 }  // namespace sluice::cli

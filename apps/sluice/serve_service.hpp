@@ -3,11 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "apps/sluice/serve_options.hpp"
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
 #include "engine/net/server_loop.hpp"
+#include "engine/unique_fd.hpp"
 
 namespace sluice::cli {
 
@@ -19,7 +21,11 @@ struct ServeService {
 // --protocol chunked|raw (serve_stream.cpp)
 Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& options);
 
-// --protocol nbd (serve_nbd.cpp)
-Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options);
+// --protocol nbd (serve_nbd.cpp). The writable exports that are block devices are
+// claimed (O_EXCL) once per server, for as long as the descriptors live, one per export
+// (empty for the others); every loop's service shares them.
+Result<std::vector<UniqueFd>> claim_export_devices(const ServeOptions& options);
+Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options,
+                                      const std::vector<UniqueFd>& device_claims);
 
 }  // namespace sluice::cli

@@ -134,7 +134,11 @@ Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& optio
     // would create it): not a directory or a read-only file found by every sender.
     auto writable = open_image_file(options.output, O_WRONLY | O_CREAT, 0644);
     if (!writable) return tl::unexpected(writable.error());
-    if (auto kind = inspect_image_file(writable->get(), options.output); !kind) return tl::unexpected(kind.error());
+    auto kind = inspect_image_file(writable->get(), options.output);
+    if (!kind) return tl::unexpected(kind.error());
+    if (kind->block_device) {
+      if (auto claimed = claim_block_device(options.output, O_WRONLY); !claimed) return tl::unexpected(claimed.error());
+    }
   }
   auto shared = std::make_shared<const ServeOptions>(options);
   ServeService service;

@@ -114,4 +114,31 @@ else
   ((blocks < 16384)) || fail "the backing file has $blocks blocks allocated: the 12 MiB hole was written, not punched"
 fi
 
+log "a mounted device is refused, as destination, NBD export and serve output"
+# Writing under a live filesystem destroys it: the device is opened O_EXCL, which the
+# kernel refuses while it is mounted.
+if command -v mkfs.ext4 >/dev/null; then
+  truncate -s 32M "$scratch/mounted"
+  attach "$scratch/mounted"
+  mounted=$device
+  mkfs.ext4 -q "$mounted" || fail "mkfs.ext4 $mounted failed"
+  mkdir "$scratch/mnt"
+  mount "$mounted" "$scratch/mnt" || fail "cannot mount $mounted"
+  on_exit "umount -l '$scratch/mnt'"
+  echo "precious" >"$scratch/mnt/file"
+  sync
+  before=$(sha256sum <"$mounted")
+  expect_fail 1 "$mounted: the device is in use (mounted" "$SLUICE" copy "$src" "$mounted"
+  expect_fail 1 "$mounted: the device is in use (mounted" \
+    timeout 10 "$SLUICE" serve --protocol nbd --listen "unix://$scratch/nbd.sock" --export "disk=$mounted"
+  expect_fail 1 "$mounted: the device is in use (mounted" \
+    timeout 10 "$SLUICE" serve --listen "unix://$scratch/stream.sock" --output "$mounted"
+  [[ $(sha256sum <"$mounted") == "$before" ]] || fail "$mounted changed under its filesystem"
+  [[ $(cat "$scratch/mnt/file") == precious ]] || fail "the mounted filesystem lost its file"
+  # Reading it is harmless and still allowed.
+  expect_ok "$SLUICE" copy "$mounted" null:
+else
+  log "mkfs.ext4 is not installed: the mounted-device case is not checked"
+fi
+
 log "ok"
