@@ -23,6 +23,7 @@ constexpr std::size_t block_device_writers = 256;
 
 namespace {
 constexpr std::uint64_t direct_alignment = 4096;
+constexpr std::size_t zero_chunk = 1u << 20;
 
 // RLIMIT_FSIZE (`ulimit -f`): a write past it fails with EFBIG (SIGXFSZ is ignored by
 // the CLI); known before the copy, it is refused before anything is touched.
@@ -34,7 +35,6 @@ Status fits_file_size_limit(const std::string& path, std::uint64_t size) {
                                              " bytes) is larger than the file-size limit (ulimit -f: " +
                                              std::to_string(limit.rlim_cur) + " bytes)");
 }
-constexpr std::size_t zero_chunk = 1u << 20;
 }  // namespace
 
 Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, const std::string& path,
