@@ -250,7 +250,9 @@ int serve_command(int argc, char** argv) {
   }
 
   // The main loop accepts and serves; each further thread runs a loop of its own with
-  // its own service (its own open exports), so connections share nothing across threads.
+  // its own service (its own open exports), so connections share nothing across threads
+  // but the claims on block devices, taken once above (a duplicate of the claim is
+  // each loop's descriptor of the device).
   LoopThreads extra_loops(options.threads - 1);
   std::vector<executor> loops{ex};
   for (std::size_t i = 0; i < extra_loops.size(); ++i) loops.push_back(extra_loops.at(i));
