@@ -1,7 +1,7 @@
 #!/bin/bash
 # A server far away: the client times its handshake's option round trips and sizes
 # itself by the quickest. Near (loopback), the defaults: depth 8, two connections to a
-# multi-conn server. Through the benchmark rig's delay relay at 10 ms: one connection
+# multi-conn server (unless a loaded machine measured its loopback slow). Through the benchmark rig's delay relay at 10 ms: one connection
 # and enough requests in flight for two round trips at 10 Gbit/s (depth_for). An
 # explicit --depth or --connections is kept at any distance. Every copy is read back
 # and compared.
@@ -35,9 +35,13 @@ expect_copy "$scratch/random.img" "$near_uri"
 rt=$(stat_field round_trip_us)
 log "round trip ${rt} us, depth $(stat_field depth), $(stat_field connections) connection(s)"
 ((rt > 0)) || fail "no round trip was measured"
-assert_eq "depth" "$(stat_field depth)" 8
-# The rule, whatever this machine's loopback measured: two below 0.5 ms, else one.
-if ((rt < 500)); then assert_eq "connections" "$(stat_field connections)" 2; else assert_eq "connections" "$(stat_field connections)" 1; fi
+# The rules, whatever this machine's loopback measured (a loaded machine under ASan has
+# measured 4 ms here, which asks for depth 10): the depth for that round trip, at least
+# the default 8; two connections up to 0.5 ms, else one.
+assert_eq "depth" "$(stat_field depth)" "$(expected_depth "$rt" "$(stat_field request_size)")"
+(($(stat_field depth) >= 8)) || fail "the depth fell below the default 8"
+if ((rt < 1000)); then assert_eq "depth" "$(stat_field depth)" 8; fi
+assert_default_connections >/dev/null
 check_copy near "$near_uri"
 
 "$RELAY" --listen 127.0.0.1:0 --connect "127.0.0.1:$port" --rtt 10 --quiet \

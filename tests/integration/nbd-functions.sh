@@ -100,6 +100,20 @@ stat_field() {
   "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1].strip().splitlines()[-1]).get(sys.argv[2], ""))' "$out" "$1"
 }
 
+# assert_default_connections: the last copy, to a server that advertises multi-conn
+# and with no --connections, opened what the client's rule asks for: two connections
+# when its handshake measured the server at most 0.5 ms away, else one
+# (ClientOptions::multi_conn_round_trip_limit). Even a unix socket can measure more on
+# a loaded machine under the sanitizers, and the client must then follow its own rule.
+# Prints the number it expected.
+assert_default_connections() {
+  local rt want
+  rt=$(stat_field round_trip_us)
+  want=$((rt > 500 ? 1 : 2))
+  assert_eq "connections (round trip $rt us)" "$(stat_field connections)" "$want"
+  echo "$want"
+}
+
 # --- servers ---------------------------------------------------------------------
 
 # kill_when_busy LOG WHAT PID: kills PID (-9) once its nbdkit log filter's LOG shows
