@@ -32,8 +32,8 @@ assert_eq "loops" "$(stat_field loops)" 3
 
 log "the default: a loop per connection, up to the CPUs; --threads 1 keeps one"
 expect_copy "$scratch/random.img" "$uri"
-want_connections=$(assert_default_connections)
-assert_eq "loops" "$(stat_field loops)" "$((cpus >= 2 && want_connections == 2 ? 2 : 1))"
+assert_default_connections "$uri"
+assert_eq "loops" "$(stat_field loops)" "$((cpus >= 2 && default_connections == 2 ? 2 : 1))"
 expect_copy --threads 1 "$scratch/random.img" "$uri"
 assert_eq "loops" "$(stat_field loops)" 1
 read_export "$uri" "$scratch/readback-1.img"
@@ -44,8 +44,8 @@ make_pki "$scratch/pki"
 nbdkit_tcp tlsmem --tls=require --tls-certificates="$scratch/pki" memory 96M
 tls_uri="nbds://localhost:$port/?tls-certificates=$scratch/pki"
 expect_copy "$scratch/random.img" "$tls_uri"
-want_connections=$(assert_default_connections)
-assert_eq "loops" "$(stat_field loops)" "$((cpus >= 2 && want_connections == 2 ? 2 : 1))"
+assert_default_connections "$tls_uri"
+assert_eq "loops" "$(stat_field loops)" "$((cpus >= 2 && default_connections == 2 ? 2 : 1))"
 expect_copy "$tls_uri" "$scratch/tls-back.img"
 same_content "$scratch/random.img" "$scratch/tls-back.img"
 expect_copy --threads 1 "$scratch/random.img" "$tls_uri"

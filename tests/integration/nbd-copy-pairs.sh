@@ -20,7 +20,7 @@ tcp_uri=$uri
 expect_copy "$scratch/random.img" "$tcp_uri"
 # nbdkit memory advertises multi-conn: the default is two connections there, as long
 # as its handshake measured it near (nbd-far-server tests the rest).
-assert_default_connections >/dev/null
+assert_default_connections "$tcp_uri"
 read_export "$tcp_uri" "$scratch/readback.img"
 same_content "$scratch/random.img" "$scratch/readback.img"
 expect_copy "$tcp_uri" "$scratch/back.img"

@@ -41,7 +41,7 @@ log "round trip ${rt} us, depth $(stat_field depth), $(stat_field connections) c
 assert_eq "depth" "$(stat_field depth)" "$(expected_depth "$rt" "$(stat_field request_size)")"
 (($(stat_field depth) >= 8)) || fail "the depth fell below the default 8"
 if ((rt < 1000)); then assert_eq "depth" "$(stat_field depth)" 8; fi
-assert_default_connections >/dev/null
+assert_default_connections "$near_uri"
 check_copy near "$near_uri"
 
 "$RELAY" --listen 127.0.0.1:0 --connect "127.0.0.1:$port" --rtt 10 --quiet \

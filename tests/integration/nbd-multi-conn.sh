@@ -34,7 +34,7 @@ same_content "$scratch/random.img" "$scratch/readback.img"
 
 log "the default: two connections where multi-conn is advertised"
 expect_copy "$scratch/random.img" "$uri"
-assert_default_connections >/dev/null
+assert_default_connections "$uri"
 [[ -z $err ]] || fail "the default said something on stderr: $err"
 read_export "$uri" "$scratch/readback2.img"
 same_content "$scratch/random.img" "$scratch/readback2.img"
