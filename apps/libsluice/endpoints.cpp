@@ -39,8 +39,38 @@ std::string local_path(std::string_view text) {
   return {};
 }
 
+Status check_source(std::string_view text, const EndpointOptions& options) {
+  if (!local_path(text).empty()) return {};
+  auto uri = parse_uri(text);
+  if (!uri) return tl::unexpected(uri.error());
+  if (is_nbd_uri(*uri, options)) return check_nbd_uri(*uri, options);
+  if (is_stream_destination(*uri)) {
+    const bool http = uri->scheme == "http" || uri->scheme == "https";
+    return fail(std::errc::invalid_argument,
+                "'" + std::string(text) + "' can only be a destination: Chunked and raw streams are " +
+                    "received with `sluice serve`" +
+                    (http ? "" : " (an NBD server there is a source with --protocol nbd)"));
+  }
+  return unsupported(text, "source");
+}
+
+Status check_destination(std::string_view text, const EndpointOptions& options) {
+  if (!local_path(text).empty()) return {};
+  auto uri = parse_uri(text);
+  if (!uri) return tl::unexpected(uri.error());
+  if (uri->scheme == "null") {
+    if (text.size() != 5)
+      return fail(std::errc::invalid_argument, "'" + std::string(text) + "': null: takes nothing after the colon");
+    return {};
+  }
+  if (is_nbd_uri(*uri, options)) return check_nbd_uri(*uri, options);
+  if (is_stream_destination(*uri)) return check_stream_destination(*uri, options);
+  return unsupported(text, "destination");
+}
+
 awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
                                                        const EndpointOptions& options) {
+  if (Status ok = check_source(text, options); !ok) co_return tl::unexpected(ok.error());
   auto ex = co_await asio::this_coro::executor;
   if (std::string path = local_path(text); !path.empty()) {
     auto source = FileSource::open(ex, path, options.file);
@@ -49,20 +79,13 @@ awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
   }
   auto uri = parse_uri(text);
   if (!uri) co_return tl::unexpected(uri.error());
-  if (is_nbd_uri(*uri, options)) co_return co_await open_nbd_source(*uri, options);
-  if (is_stream_destination(*uri)) {
-    const bool http = uri->scheme == "http" || uri->scheme == "https";
-    co_return fail(std::errc::invalid_argument,
-                   "'" + std::string(text) + "' can only be a destination: Chunked and raw streams are " +
-                       "received with `sluice serve`" +
-                       (http ? "" : " (an NBD server there is a source with --protocol nbd)"));
-  }
-  co_return unsupported(text, "source");
+  co_return co_await open_nbd_source(*uri, options);
 }
 
 awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_view text,
                                                                  std::uint64_t size,
                                                                  const EndpointOptions& options) {
+  if (Status ok = check_destination(text, options); !ok) co_return tl::unexpected(ok.error());
   auto ex = co_await asio::this_coro::executor;
   if (std::string path = local_path(text); !path.empty()) {
     auto destination = FileDestination::open(ex, path, size, options.file);
@@ -71,15 +94,9 @@ awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_vie
   }
   auto uri = parse_uri(text);
   if (!uri) co_return tl::unexpected(uri.error());
-  if (uri->scheme == "null") {
-    if (text.size() != 5)
-      co_return fail(std::errc::invalid_argument,
-                     "'" + std::string(text) + "': null: takes nothing after the colon");
-    co_return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
-  }
+  if (uri->scheme == "null") co_return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
   if (is_nbd_uri(*uri, options)) co_return co_await open_nbd_destination(*uri, size, options);
-  if (is_stream_destination(*uri)) co_return co_await open_stream_destination(*uri, size, options);
-  co_return unsupported(text, "destination");
+  co_return co_await open_stream_destination(*uri, size, options);
 }
 
 }  // namespace sluice

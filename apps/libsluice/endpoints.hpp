@@ -19,6 +19,13 @@
 
 namespace sluice {
 
+// The checks the opens below make before they touch anything: the text names an
+// endpoint of a kind this library can open, in that role, and is well formed. A failure
+// here is the caller's mistake (a typo, a missing port), not the transfer's: the CLI
+// reports it as a usage error before either end is opened.
+Status check_source(std::string_view uri, const EndpointOptions& options);
+Status check_destination(std::string_view uri, const EndpointOptions& options);
+
 awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view uri,
                                                        const EndpointOptions& options);
 

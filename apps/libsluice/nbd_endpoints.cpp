@@ -27,6 +27,12 @@ bool is_nbd_uri(const Uri& uri, const EndpointOptions& options) {
          ((uri.scheme == "tcp" || uri.scheme == "unix" || uri.scheme == "tls") && options.protocol == "nbd");
 }
 
+Status check_nbd_uri(const Uri& uri, const EndpointOptions& options) {
+  auto target = nbd::parse_target(uri, options.tls);
+  if (!target) return tl::unexpected(target.error());
+  return {};
+}
+
 awaitable<Result<std::unique_ptr<Source>>> open_nbd_source(const Uri& uri, const EndpointOptions& options) {
   auto target = nbd::parse_target(uri, options.tls);
   if (!target) co_return tl::unexpected(target.error());

@@ -8,6 +8,7 @@
 
 #include "apps/libsluice/endpoint_options.hpp"
 #include "engine/destination.hpp"
+#include "engine/error.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/source.hpp"
 #include "engine/uri.hpp"
@@ -15,6 +16,10 @@
 namespace sluice {
 
 bool is_nbd_uri(const Uri& uri, const EndpointOptions& options);
+
+// What opening checks before it connects: the URI names an export (host or socket,
+// export name, TLS settings). A failure is the caller's mistake.
+Status check_nbd_uri(const Uri& uri, const EndpointOptions& options);
 
 awaitable<Result<std::unique_ptr<Source>>> open_nbd_source(const Uri& uri, const EndpointOptions& options);
 

@@ -73,13 +73,20 @@ bool is_stream_destination(const Uri& uri) {
          uri.scheme == "https";
 }
 
-awaitable<Result<std::unique_ptr<Destination>>> open_stream_destination(const Uri& uri, std::uint64_t size,
-                                                                        const EndpointOptions& options) {
+Status check_stream_destination(const Uri& uri, const EndpointOptions& options) {
   const std::string protocol = options.protocol.empty() ? "chunked" : options.protocol;
   if (protocol != "chunked" && protocol != "raw")
-    co_return fail(std::errc::invalid_argument,
-                   uri.scheme + "://: --protocol " + protocol + " is not available here" +
-                       (protocol == "nbd" ? " (use nbds:// for NBD over TLS)" : ""));
+    return fail(std::errc::invalid_argument, uri.scheme + "://: --protocol " + protocol + " is not available here" +
+                                                 (protocol == "nbd" ? " (use nbds:// for NBD over TLS)" : ""));
+  auto address = address_of(uri);
+  if (!address) return tl::unexpected(address.error());
+  return {};
+}
+
+awaitable<Result<std::unique_ptr<Destination>>> open_stream_destination(const Uri& uri, std::uint64_t size,
+                                                                        const EndpointOptions& options) {
+  if (Status ok = check_stream_destination(uri, options); !ok) co_return tl::unexpected(ok.error());
+  const std::string protocol = options.protocol.empty() ? "chunked" : options.protocol;
   auto address = address_of(uri);
   if (!address) co_return tl::unexpected(address.error());
   auto stream = co_await connect_stream(uri, *address, options);

@@ -53,7 +53,7 @@ void copy_usage() {
       "%s"
       "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
-      "2 on a usage error.\n",
+      "2 on a usage error (a malformed or unknown SOURCE or DESTINATION included).\n",
       endpoint_flags_help);
 }
 
@@ -166,6 +166,11 @@ CopyRequest parse(int argc, char** argv) {
 
 int copy_command(int argc, char** argv) {
   CopyRequest request = parse(argc, argv);
+  // A malformed or unknown endpoint is the command line's mistake: said before either
+  // end is opened, with exit status 2.
+  if (Status ok = check_source(request.source, request.endpoints); !ok) throw UsageError(ok.error().message);
+  if (Status ok = check_destination(request.destination, request.endpoints); !ok)
+    throw UsageError(ok.error().message);
   request.endpoints.notice = [](const std::string& note) { std::fprintf(stderr, "sluice: note: %s\n", note.c_str()); };
 
   asio::io_context context(1);

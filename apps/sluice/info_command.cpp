@@ -91,6 +91,7 @@ int info_command(int argc, char** argv) {
   if (argc - optind < 1) throw UsageError("info needs a SOURCE");
   const std::string uri = argv[optind];
   if (uri.empty()) throw UsageError("SOURCE must not be empty");
+  if (Status ok = check_source(uri, endpoints); !ok) throw UsageError(ok.error().message);
 
   asio::io_context context(1);
   std::optional<Result<ImageInfo>> result;

@@ -42,10 +42,29 @@ cp "$scratch/src" "$scratch/vm:disk.img"
 (cd "$scratch" && expect_ok "$SLUICE" copy "vm:disk.img" "copy:of.img")
 same_content "$scratch/src" "$scratch/copy:of.img"
 rm -f "$scratch/vm:disk.img" "$scratch/copy:of.img"
-expect_fail 1 "unsupported source 'nbdx://host/e'" "$SLUICE" copy nbdx://host/e null:
-expect_fail 1 "'tcp://127.0.0.1:1' can only be a destination: Chunked and raw streams are received with \`sluice serve\` (an NBD server there is a source with --protocol nbd)" \
-  "$SLUICE" copy tcp://127.0.0.1:1 null:
-expect_fail 1 "null: takes nothing after the colon" "$SLUICE" copy "$scratch/src" null:foo
+
+log "endpoints the command line got wrong: usage errors (exit 2), nothing opened"
+# Each is refused before either end is touched: a destination file named first is not
+# created, and a malformed destination does not wait for a source's server.
+expect_usage() {  # expect_usage MESSAGE ARGS...: exit 2, MESSAGE, then the hint
+  local message=$1
+  shift
+  expect_fail 2 "$message" "$SLUICE" "$@"
+  [[ $err == *"Try 'sluice $1 --help'."* ]] || fail "'sluice $*': no usage hint: $err"
+}
+expect_usage "unsupported source 'nbdx://host/e'" copy nbdx://host/e "$scratch/never"
+expect_usage "'tcp://127.0.0.1:1' can only be a destination: Chunked and raw streams are received with \`sluice serve\` (an NBD server there is a source with --protocol nbd)" \
+  copy tcp://127.0.0.1:1 "$scratch/never"
+expect_usage "null: takes nothing after the colon" copy "$scratch/src" null:foo
+expect_usage "unsupported destination 'bogus://x'" copy "$scratch/src" bogus://x
+expect_usage "invalid URI 'nbd://[::1': unterminated IPv6 address" copy "$scratch/src" "nbd://[::1"
+expect_usage "tcp://example.invalid needs a port: tcp://HOST:PORT" copy "$scratch/src" tcp://example.invalid
+expect_usage "unix:// needs a socket path: unix:///PATH" copy "$scratch/src" unix://
+expect_usage "--protocol nbd is not available here" copy --protocol nbd "$scratch/src" https://example.invalid/import
+# A source that would hang on a silent server is never opened when the destination is wrong.
+expect_usage "null: takes nothing after the colon" copy nbd://192.0.2.1/ null:foo
+expect_usage "unsupported source 'gopher://x/y'" info gopher://x/y
+[[ ! -e $scratch/never ]] || fail "a refused copy created its destination"
 
 log "progress of a copy that failed never says 100%"
 expect_fail 1 "No such file or directory" "$SLUICE" copy --progress=json "$scratch/no-such-file" null:

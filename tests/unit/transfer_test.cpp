@@ -1,6 +1,7 @@
 // The embedding API as a toolstack uses it: sluice::Transfer and transfer_blocking.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
@@ -82,4 +83,31 @@ TEST_CASE("Transfer: a bad URI or a missing source is an error, not an exception
   auto b = test::run(bad_scheme.run());
   REQUIRE_FALSE(b);
   CHECK(b.error().message == "unsupported source 'gopher://x/y'");
+}
+
+TEST_CASE("check_source and check_destination: the caller's mistakes, found without opening anything") {
+  test::TempDir dir;
+  const EndpointOptions options;
+  CHECK(check_source(dir.file("missing.img"), options));  // a path is opened later
+  CHECK(check_source("nbd://192.0.2.1/export", options));
+  CHECK(check_destination("null:", options));
+  CHECK(check_destination("tcp://192.0.2.1:1", options));
+  CHECK(check_destination("vm:disk.img", options));  // a file name with a colon
+
+  auto expect = [](const Status& status, std::string_view message) {
+    REQUIRE_FALSE(status);
+    CHECK(status.error().code == std::make_error_code(std::errc::invalid_argument));
+    CHECK(status.error().message == message);
+  };
+  expect(check_source("gopher://x/y", options), "unsupported source 'gopher://x/y'");
+  expect(check_source("nbd+unix:///", options), "NBD URI nbd+unix://...: needs ?socket=PATH");
+  expect(check_destination("null:x", options), "'null:x': null: takes nothing after the colon");
+  expect(check_destination("tcp://host", options), "tcp://host needs a port: tcp://HOST:PORT");
+  expect(check_destination("nbd://[::1", options), "invalid URI 'nbd://[::1': unterminated IPv6 address");
+  EndpointOptions nbd_over_http;
+  nbd_over_http.protocol = "nbd";
+  expect(check_destination("http://host/import", nbd_over_http),
+         "http://: --protocol nbd is not available here (use nbds:// for NBD over TLS)");
+  // No file was touched by any of it.
+  CHECK_FALSE(std::filesystem::exists(dir.file("missing.img")));
 }
