@@ -206,6 +206,8 @@ int copy_command(int argc, char** argv) {
   if (request.stats) {
     std::FILE* out = request.progress == ProgressStyle::xapi ? stderr : stdout;
     std::fprintf(out, "%s\n", stats_json(**result).c_str());
+    if (std::fflush(out) != 0 || std::ferror(out))
+      std::fputs("sluice: note: the copy succeeded; its --stats could not be written\n", stderr);
   }
   return exit_ok;
 }

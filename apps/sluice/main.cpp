@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   // A write past `ulimit -f` would kill the process without a word; ignored, it fails
   // with EFBIG and the copy reports it like any other write error.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A closed progress or stats reader (stdout piped to one that exited) would kill the
+  // process mid-copy; ignored, the write fails with EPIPE and only the display stops.
+  // Sockets are written with MSG_NOSIGNAL anyway.
+  std::signal(SIGPIPE, SIG_IGN);
   if (argc < 2) {
     usage(stderr);
     return exit_usage;

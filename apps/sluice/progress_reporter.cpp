@@ -52,7 +52,7 @@ void ProgressReporter::update(const ProgressUpdate& u) {
       // 100 is said once, at the end, when the data is also flushed.
       if (percent != last_percent_ && percent < 100) {
         std::fprintf(out_, "%03d", percent);
-        std::fflush(out_);
+        flush();
         last_percent_ = percent;
       }
       return;
@@ -63,7 +63,8 @@ void ProgressReporter::update(const ProgressUpdate& u) {
       draw_bar(u, percent_done(u), false);
       return;
     case ProgressStyle::json:
-      if (now - last_draw_ < json_interval) return;
+      // 100% is the final line's to say, once the data is also flushed.
+      if (now - last_draw_ < json_interval || percent_done(u) == 100) return;
       last_draw_ = now;
       print_json(u, percent_done(u), false);
       return;
@@ -76,12 +77,12 @@ void ProgressReporter::finish(const ProgressUpdate& u, bool success) {
     case ProgressStyle::xapi:
       if (success) {
         std::fprintf(out_, "100");
-        std::fflush(out_);
+        flush();
       }
       return;
     case ProgressStyle::bar:
       draw_bar(u, success ? percent_done(u) : percent_failed(u), true);
-      std::fputc('\n', out_);
+      if (style_ == ProgressStyle::bar) std::fputc('\n', out_);
       return;
     case ProgressStyle::json: print_json(u, success ? percent_done(u) : percent_failed(u), true); return;
   }
@@ -95,7 +96,7 @@ void ProgressReporter::draw_bar(const ProgressUpdate& u, int percent, bool final
   std::fprintf(out_, "\r[%s] %3d%%  %s / %s  %.1f MiB/s%s", bar.c_str(), percent,
                format_size(u.done).c_str(), format_size(u.total).c_str(), mib_per_second(u),
                final ? "" : "   ");
-  std::fflush(out_);
+  flush();
 }
 
 void ProgressReporter::print_json(const ProgressUpdate& u, int percent, bool final) {
@@ -107,7 +108,16 @@ void ProgressReporter::print_json(const ProgressUpdate& u, int percent, bool fin
       .add("mib_per_second", mib_per_second(u))
       .add("final", final);
   std::fprintf(out_, "%s\n", line.str().c_str());
-  std::fflush(out_);
+  flush();
+}
+
+void ProgressReporter::flush() {
+  if (std::fflush(out_) == 0 && !std::ferror(out_)) return;
+  // The reader went away (a closed pipe: SIGPIPE is ignored) or the output is full.
+  // The copy matters more than its display: it goes on, and says so once.
+  style_ = ProgressStyle::none;
+  if (out_ != stderr)
+    std::fputs("sluice: note: the progress output cannot be written; the copy goes on without it\n", stderr);
 }
 
 }  // namespace sluice::cli

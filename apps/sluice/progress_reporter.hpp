@@ -30,6 +30,8 @@ class ProgressReporter {
  private:
   void draw_bar(const ProgressUpdate& update, int percent, bool final);
   void print_json(const ProgressUpdate& update, int percent, bool final);
+  // Flushes; on a write error stops reporting for the rest of the copy.
+  void flush();
 
   ProgressStyle style_;
   std::FILE* out_;

@@ -27,6 +27,7 @@ for i, r in enumerate(records):
     assert r["seconds"] >= last_seconds, f"seconds went down: {r}"
     assert r["final"] is final, f"final={r['final']} on line {i + 1} of {len(records)}"
     assert 0 <= r["percent"] <= 100 and (r["percent"] == 100) == (r["done"] == total), r
+    assert r["percent"] < 100 or final, f"100% before the final line: {r}"
     last_done, last_seconds = r["done"], r["seconds"]
 assert records[-1]["done"] == total, f"last line: {records[-1]}"
 EOF
@@ -49,6 +50,24 @@ EOF
 }
 xapi_check "$out"
 (( ${#out} >= 9 )) || fail "a 64M copy at depth 1 reported only '$out'"
+
+log "a progress reader that goes away: the copy goes on, said once on stderr"
+# `true` exits before the copy's first digits; the last ("100") comes after every write.
+rm -f "$scratch/big.copy"
+set +o pipefail
+"$SLUICE" copy --progress=xapi --depth 1 --request-size 4k "$scratch/big" "$scratch/big.copy" \
+  2>"$scratch/pipe.err" | true
+status=${PIPESTATUS[0]}
+"$SLUICE" copy --stats "$scratch/big" null: 2>"$scratch/stats-pipe.err" | true
+stats_status=${PIPESTATUS[0]}
+set -o pipefail
+assert_eq "exit status of the copy whose progress reader went away" "$status" 0
+same_content "$scratch/big" "$scratch/big.copy"
+assert_eq "stderr of that copy" "$(cat "$scratch/pipe.err")" \
+  "sluice: note: the progress output cannot be written; the copy goes on without it"
+assert_eq "exit status of a copy whose --stats reader went away" "$stats_status" 0
+assert_eq "stderr of that copy" "$(cat "$scratch/stats-pipe.err")" \
+  "sluice: note: the copy succeeded; its --stats could not be written"
 
 log "--progress=xapi --stats: stdout stays digits only, the summary goes to stderr"
 expect_ok "$SLUICE" copy --progress=xapi --stats "$scratch/big" null:
