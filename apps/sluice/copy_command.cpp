@@ -16,6 +16,7 @@
 #include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/stats_json.hpp"
 #include "apps/sluice/usage_error.hpp"
+#include "engine/printable.hpp"
 
 namespace sluice::cli {
 
@@ -171,7 +172,9 @@ int copy_command(int argc, char** argv) {
   if (Status ok = check_source(request.source, request.endpoints); !ok) throw UsageError(ok.error().message);
   if (Status ok = check_destination(request.destination, request.endpoints); !ok)
     throw UsageError(ok.error().message);
-  request.endpoints.notice = [](const std::string& note) { std::fprintf(stderr, "sluice: note: %s\n", note.c_str()); };
+  request.endpoints.notice = [](const std::string& note) {
+    std::fprintf(stderr, "sluice: note: %s\n", printable(note).c_str());
+  };
 
   asio::io_context context(1);
   ProgressReporter reporter(request.progress.value_or(ProgressStyle::none));
@@ -200,7 +203,7 @@ int copy_command(int argc, char** argv) {
   reporter.finish(last, ok);
   if (!ok) {
     std::fprintf(stderr, "sluice: %s\n",
-                 result ? result->error().message.c_str() : "the transfer did not complete");
+                 printable(result ? result->error().message : "the transfer did not complete").c_str());
     return exit_transfer_error;
   }
   if (request.stats) {

@@ -12,6 +12,7 @@
 #include "apps/sluice/option_scan.hpp"
 #include "apps/sluice/json_writer.hpp"
 #include "apps/sluice/usage_error.hpp"
+#include "engine/printable.hpp"
 
 namespace sluice::cli {
 
@@ -100,7 +101,7 @@ int info_command(int argc, char** argv) {
   });
   context.run();
   if (!result || !*result) {
-    std::fprintf(stderr, "sluice: %s\n", result ? (*result).error().message.c_str() : "no result");
+    std::fprintf(stderr, "sluice: %s\n", printable(result ? (*result).error().message : "no result").c_str());
     return exit_transfer_error;
   }
   const ImageInfo& info = **result;
@@ -123,7 +124,7 @@ int info_command(int argc, char** argv) {
     return exit_ok;
   }
   std::printf("source:    %s\nformat:    %s\nsize:      %llu (%s)\nallocated: %llu (%s)\nextents:   %zu\n",
-              info.name.c_str(), info.format.c_str(), static_cast<unsigned long long>(info.size),
+              printable(info.name).c_str(), info.format.c_str(), static_cast<unsigned long long>(info.size),
               format_size(info.size).c_str(), static_cast<unsigned long long>(info.allocated),
               format_size(info.allocated).c_str(), info.extents.size());
   std::printf("%20s %20s  %s\n", "offset", "length", "type");

@@ -10,6 +10,7 @@
 #include "apps/sluice/info_command.hpp"
 #include "apps/sluice/serve_command.hpp"
 #include "apps/sluice/usage_error.hpp"
+#include "engine/printable.hpp"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "unknown"
@@ -61,7 +62,7 @@ int main(int argc, char** argv) {
     throw UsageError("unknown command '" + std::string(command) + "'");
   } catch (const UsageError& e) {
     const bool has_own_help = command == "copy" || command == "info" || command == "serve" || command == "demo";
-    std::fprintf(stderr, "sluice: %s\nTry 'sluice %s--help'.\n", e.what(),
+    std::fprintf(stderr, "sluice: %s\nTry 'sluice %s--help'.\n", sluice::printable(e.what()).c_str(),
                  has_own_help ? (std::string(command) + " ").c_str() : "");
     return exit_usage;
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include "apps/sluice/option_values.hpp"
 #include "apps/sluice/serve_service.hpp"
 #include "apps/sluice/usage_error.hpp"
+#include "engine/printable.hpp"
 #include "engine/loop_threads.hpp"
 #include "engine/net/address.hpp"
 #include "engine/net/server_loop.hpp"
@@ -230,7 +231,7 @@ int serve_command(int argc, char** argv) {
       throw UsageError("NBD negotiates TLS itself (STARTTLS): listen on tcp:// with --tls-cert/--tls-key");
     auto tls = TlsContext::create(TlsRole::server, options.tls);
     if (!tls) {
-      std::fprintf(stderr, "sluice: %s\n", tls.error().message.c_str());
+      std::fprintf(stderr, "sluice: %s\n", printable(tls.error().message).c_str());
       return exit_transfer_error;
     }
     // Chunked and raw are one-way: a client never reads TLS 1.3 session tickets, and
@@ -243,7 +244,7 @@ int serve_command(int argc, char** argv) {
   if (options.protocol == "nbd") {
     auto claims = claim_export_devices(options);
     if (!claims) {
-      std::fprintf(stderr, "sluice: %s\n", claims.error().message.c_str());
+      std::fprintf(stderr, "sluice: %s\n", printable(claims.error().message).c_str());
       return exit_transfer_error;
     }
     device_claims = std::move(*claims);
@@ -263,7 +264,7 @@ int serve_command(int argc, char** argv) {
         options.protocol == "nbd" ? make_nbd_service(loop_ex, options, device_claims)
                                   : make_stream_receiver(loop_ex, options);
     if (!service) {
-      std::fprintf(stderr, "sluice: %s\n", service.error().message.c_str());
+      std::fprintf(stderr, "sluice: %s\n", printable(service.error().message).c_str());
       return exit_transfer_error;
     }
     workers.push_back(ServerWorker{loop_ex, std::move(service->handler)});
@@ -271,7 +272,7 @@ int serve_command(int argc, char** argv) {
   }
   auto acceptor = listen_on(ex, where->address);
   if (!acceptor) {
-    std::fprintf(stderr, "sluice: %s\n", acceptor.error().message.c_str());
+    std::fprintf(stderr, "sluice: %s\n", printable(acceptor.error().message).c_str());
     return exit_transfer_error;
   }
   std::optional<SocketFileRemover> socket_file;
@@ -295,7 +296,8 @@ int serve_command(int argc, char** argv) {
   context.run();
   extra_loops.stop();
   if (!result || !*result) {
-    std::fprintf(stderr, "sluice: %s\n", result ? (*result).error().message.c_str() : "the server did not finish");
+    std::fprintf(stderr, "sluice: %s\n",
+                 printable(result ? (*result).error().message : "the server did not finish").c_str());
     return exit_transfer_error;
   }
   return exit_ok;

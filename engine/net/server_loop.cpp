@@ -5,6 +5,7 @@
 #include "engine/net/deadline.hpp"
 #include "engine/net/socket_stream.hpp"
 #include "engine/net/tls_stream.hpp"
+#include "engine/printable.hpp"
 
 namespace sluice {
 
@@ -20,7 +21,7 @@ ServerLoop::ServerLoop(Acceptor acceptor, std::vector<ServerWorker> workers, Ser
       worker_load_(workers_.size(), 0),
       options_(std::move(options)) {
   if (!options_.report)
-    options_.report = [](const Error& e) { std::fprintf(stderr, "sluice: %s\n", e.message.c_str()); };
+    options_.report = [](const Error& e) { std::fprintf(stderr, "sluice: %s\n", printable(e.message).c_str()); };
 }
 
 void ServerLoop::stop() {

@@ -95,6 +95,19 @@ got = json.loads(sys.argv[1].encode("utf-8", "surrogateescape").decode("utf-8"))
 assert got.endswith("caf\ufffd-\u00e9t\u00e9.img"), repr(got)' "$out" ||
   fail "info --json of a non-UTF-8 name is not valid JSON: $out"
 
+# A newline or an escape in a name: the text form keeps one line per field (\xNN),
+# the JSON form gives the name back exactly, and an error names it the same way.
+f=$scratch/$'two\nlines\e[1m.img'
+sparse_file "$f" 1M
+expect_ok "$SLUICE" info "$f"
+assert_eq "the text form's source line" "$(grep '^source:' <<<"$out")" "source:    $scratch/two\x0alines\x1b[1m.img"
+[[ $out != *$'\e'* ]] || fail "info printed an escape byte: $out"
+expect_ok "$SLUICE" info --json "$f"
+assert_eq "the JSON form's source" "$(json_field "$out" source)" "$f"
+rm -f "$f"
+expect_fail 1 "$scratch/two\x0alines\x1b[1m.img: No such file or directory" "$SLUICE" copy "$f" null:
+[[ $(wc -l <<<"$err") -eq 1 ]] || fail "an error about a name with a newline took more than one line: $err"
+
 # Errors.
 expect_fail 1 "$scratch/missing.img: No such file or directory" "$SLUICE" info "$scratch/missing.img"
 expect_fail 1 "not a regular file or block device" "$SLUICE" info "$scratch"

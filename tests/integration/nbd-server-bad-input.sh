@@ -181,6 +181,23 @@ rawnbd.request(again, 0, 0, 512, cookie=5)
 assert rawnbd.simple_reply(again) == (0, 5)
 print("ok: the fourth connection was refused; a freed slot is usable again")
 PY
+# A client's export name is its own bytes: in the server's log a newline or an escape
+# sequence in it is written as \xNN, so it cannot forge a log line or drive a terminal.
+python3 - "$SOCK" <<'PY' || die "an unknown EXPORT_NAME"
+import sys
+import rawnbd
+s = rawnbd.connect(sys.argv[1])
+rawnbd.greet(s)
+rawnbd.option(s, 1, b"nope\nsluice: forged line\x1b[31m")  # EXPORT_NAME
+assert rawnbd.closed(s), "an unknown EXPORT_NAME did not end the connection"
+print("ok: an unknown EXPORT_NAME closes the connection")
+PY
+for i in $(seq 50); do grep -q 'unknown export' "$WORK/server.log" && break; sleep 0.1; done
+grep -qF "client asked for unknown export 'nope\x0asluice: forged line\x1b[31m'" "$WORK/server.log" ||
+  die "the export name was not escaped in the log: $(grep -a 'unknown export' "$WORK/server.log")"
+if grep -q '^sluice: forged line' "$WORK/server.log" || grep -q $'\x1b' "$WORK/server.log"; then
+  die "a client's export name forged a log line or wrote an escape sequence"
+fi
 grep -q 'refused a connection' "$WORK/server.log" || die "the refusal was not reported"
 grep -q 'dropped: no export chosen within 2 s' "$WORK/server.log" || die "the handshake timeout was not reported"
 kill -0 "$SERVER_PID" || die "the server died"
