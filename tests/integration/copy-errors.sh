@@ -171,7 +171,7 @@ for size in 1G 2G 4G; do
   "$SLUICE" copy "${slow_copy_options[@]}" "$scratch/slow" null: 2>"$scratch/stderr" &
   pid=$!
   on_exit "kill -KILL $pid"
-  sleep 0.3
+  wait_until_open "$pid" "$scratch/slow" || true
   # Cut it far below where the copy has got to, so the very next read meets the
   # new end: how long the rest would take (minutes under ASan) does not matter.
   truncate -s 1M "$scratch/slow"
@@ -202,7 +202,7 @@ for signal in INT TERM; do
     "$SLUICE" copy "${slow_copy_options[@]}" "$scratch/slow" "$scratch/slow.copy" 2>"$scratch/stderr" &
     pid=$!
     on_exit "kill -KILL $pid"
-    sleep 0.3
+    wait_until_open "$pid" "$scratch/slow" || true
     if ! kill "-$signal" "$pid" 2>/dev/null; then
       wait "$pid" || fail "sluice failed before it was interrupted: $(cat "$scratch/stderr")"
       log "a $size copy finished before SIG$signal; trying a larger one"

@@ -49,7 +49,9 @@ s.listen(16)
 held = []
 while True:
     held.append(s.accept()[0])
-' "$stall_port" &
+    with open(sys.argv[2], "a") as log:  # one line per connection, for the SIGINT case
+        log.write("accepted\n")
+' "$stall_port" "$scratch/stall.accepts" &
 stall_pid=$!
 on_exit "kill $stall_pid"
 for _ in $(seq 50); do
@@ -66,9 +68,15 @@ started=$SECONDS
 expect_fail 1 "copy failed: the transfer was cancelled" timeout 30 "$BLOCKING_COPY" "nbd://127.0.0.1:$stall_port/" null: 1
 assert_le "seconds to stop a cancelled blocking open" $((SECONDS - started)) 10
 started=$SECONDS
+accepted_before=$(cat "$scratch/stall.accepts" 2>/dev/null | wc -l)
 timeout 30 "$SLUICE" copy "nbd://127.0.0.1:$stall_port/" null: 2>"$scratch/int.err" &
 copy_pid=$!
-sleep 1
+# Once it has connected its handler for SIGINT is in place (a fixed sleep raced the
+# sanitizer build's start); the copy then waits for a greeting that never comes.
+for _ in $(seq 200); do
+  (($(cat "$scratch/stall.accepts" 2>/dev/null | wc -l) > accepted_before)) && break
+  sleep 0.05
+done
 kill -INT $copy_pid
 status=0
 wait $copy_pid || status=$?

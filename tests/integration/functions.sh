@@ -208,6 +208,23 @@ json_field() {
   "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"
 }
 
+# wait_until_open PID FILE: waits (up to 20 s) until process PID holds FILE open, which
+# for sluice copy means its signal handlers are in place and the source is sized. False
+# when PID ended first or time ran out; a fixed sleep instead raced the sanitizer
+# build's slow start.
+wait_until_open() {
+  local pid=$1 file fd tries
+  file=$(readlink -f "$2")
+  for ((tries = 0; tries < 400; tries++)); do
+    for fd in /proc/"$pid"/fd/*; do
+      [[ $(readlink "$fd" 2>/dev/null) == "$file" ]] && return 0
+    done
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.05
+  done
+  return 1
+}
+
 # assert_eq WHAT GOT WANT
 assert_eq() {
   [[ $2 == "$3" ]] || fail "$1: got '$2', expected '$3'"

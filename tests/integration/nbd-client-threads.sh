@@ -73,9 +73,11 @@ nbdkit_unix werr --filter=error memory 96M error=EIO error-pwrite-rate=30%
 expect_failure "answered EIO" copy --connections 2 --threads 2 "$scratch/random.img" "$uri"
 
 log "the server killed while both loops write"
-nbdkit_tcp victim --filter=log --filter=delay memory 1G wdelay=50ms logfile="$scratch/victim.log"
+# The depth is pinned and each write held 0.5 s, so the copy (at least three rounds of
+# writes) cannot finish before the kill, whatever round trip a loaded machine measures.
+nbdkit_tcp victim --filter=log --filter=delay memory 1G wdelay=500ms logfile="$scratch/victim.log"
 kill_when_busy "$scratch/victim.log" Write "$(cat "$pidfile_of_last")" &
-expect_failure "NBD WRITE of " copy --connections 4 --threads 2 "$scratch/random.img" "$uri"
+expect_failure "NBD WRITE of " copy --connections 4 --threads 2 --depth 8 "$scratch/random.img" "$uri"
 wait
 
 log "ok"

@@ -58,10 +58,15 @@ log "a source that shrinks under the mapping"
 # Slow writes keep the copy going; cut to 1 MiB, the next range mapped lies past the
 # end, and touching it raises SIGBUS, which the scan turns into the usual error.
 cp "$scratch/random.img" "$scratch/shrinking.img"
-nbdkit_unix slow --filter=delay memory 128M wdelay=20ms
+nbdkit_unix slow --filter=log --filter=delay memory 128M wdelay=20ms logfile="$scratch/slow.log"
 run_sluice copy --zero-copy --depth 1 --request-size 64k --connections 1 "$scratch/shrinking.img" "$uri" &
 copy_pid=$!
-sleep 1
+# Cut once the writes have started (the copy has sized and mapped its source), not
+# after a fixed sleep that a slow sanitizer start could outlast.
+for ((i = 0; i < 600; i++)); do
+  grep -q " Write id=" "$scratch/slow.log" 2>/dev/null && break
+  sleep 0.05
+done
 truncate -s 1M "$scratch/shrinking.img"
 wait "$copy_pid" || true
 # run_sluice ran in a subshell: read what it left.

@@ -148,10 +148,9 @@ PY
 # A client stalled in the handshake is dropped after --handshake-timeout (2 s).
 python3 - "$SOCK" <<'PY' || die "handshake timeout"
 import sys, time, rawnbd
-s = rawnbd.connect(sys.argv[1])
+s = rawnbd.connect_greeted(sys.argv[1])  # the greeting, then silence
 s.settimeout(8)
 start = time.monotonic()
-rawnbd.recv_exactly(s, 18)    # the greeting, then silence
 assert rawnbd.closed(s), "not dropped within 8 s"
 took = time.monotonic() - start
 assert 1.5 < took < 6, "dropped after %.1f s, expected about 2" % took
@@ -161,11 +160,7 @@ PY
 # --max-connections 3: a fourth connection is refused, and the slots come back.
 python3 - "$SOCK" <<'PY' || die "max connections"
 import sys, time, socket, rawnbd
-held = []
-for i in range(3):
-    s = rawnbd.connect(sys.argv[1])
-    rawnbd.go(s, "disk")
-    held.append(s)
+held = [rawnbd.connect_go(sys.argv[1], "disk") for i in range(3)]
 extra = rawnbd.connect(sys.argv[1])
 extra.settimeout(5)
 try:
@@ -174,9 +169,7 @@ except ConnectionResetError:
     got = b""
 assert got == b"", "a connection beyond --max-connections got a greeting"
 held.pop().close()
-time.sleep(0.3)
-again = rawnbd.connect(sys.argv[1])
-rawnbd.go(again, "disk")
+again = rawnbd.connect_go(sys.argv[1], "disk")
 rawnbd.request(again, 0, 0, 512, cookie=5)
 assert rawnbd.simple_reply(again) == (0, 5)
 print("ok: the fourth connection was refused; a freed slot is usable again")
@@ -186,8 +179,7 @@ PY
 python3 - "$SOCK" <<'PY' || die "an unknown EXPORT_NAME"
 import sys
 import rawnbd
-s = rawnbd.connect(sys.argv[1])
-rawnbd.greet(s)
+s = rawnbd.connect_greeted(sys.argv[1])
 rawnbd.option(s, 1, b"nope\nsluice: forged line\x1b[31m")  # EXPORT_NAME
 assert rawnbd.closed(s), "an unknown EXPORT_NAME did not end the connection"
 print("ok: an unknown EXPORT_NAME closes the connection")

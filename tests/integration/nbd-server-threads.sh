@@ -29,7 +29,12 @@ loop_threads() {
 
 truncate -s "$SIZE" "$WORK/disk.img"
 start_server "unix://$SOCK" --threads 3 --export disk="$WORK/disk.img"
-threads=$(loop_threads "$SERVER_PID" | wc -l)
+# The socket appears at bind; the loop threads start and name themselves just after.
+for i in $(seq 100); do
+  threads=$(loop_threads "$SERVER_PID" | wc -l)
+  [ "$threads" -ge 2 ] && break
+  sleep 0.1
+done
 [ "$threads" -eq 2 ] || die "--threads 3 should run two loop threads beside the main one, found $threads"
 idle=$(loop_threads "$SERVER_PID" | awk "{s += \$1} END {print s + 0}")
 

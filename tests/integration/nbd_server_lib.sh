@@ -136,6 +136,32 @@ def go(s, name):
             return
         assert rtype == 3, "GO failed with reply type 0x%x" % rtype
 
+def connect_greeted(address, tries=100):
+    """A connection past the greeting. With --max-connections the server frees a slot a
+    moment after a client closes (later still under the sanitizers), and refuses a
+    connection until then: retry for up to tries x 0.1 s."""
+    import time
+    for attempt in range(tries):
+        s = connect(address)
+        try:
+            greet(s)
+            return s
+        except (EOFError, ConnectionResetError):
+            s.close()
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.1)
+
+def connect_go(address, name, tries=100):
+    s = connect_greeted(address, tries)
+    n = name.encode()
+    option(s, 7, struct.pack(">I", len(n)) + n + struct.pack(">H", 0))
+    while True:
+        _, rtype, _ = option_reply(s)
+        if rtype == 1:
+            return s
+        assert rtype == 3, "GO failed with reply type 0x%x" % rtype
+
 def request(s, command, offset, length, cookie=1, flags=0, magic=REQUEST_MAGIC):
     s.sendall(struct.pack(">IHHQQI", magic, flags, command, cookie, offset, length))
 

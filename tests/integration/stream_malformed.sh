@@ -12,9 +12,9 @@ first_bytes() {  # first_bytes PATH N: hex of the first N bytes
   $PY -c 'import sys; print(open(sys.argv[1],"rb").read(int(sys.argv[2])).hex())' "$1" "$2"
 }
 errors_in() { grep -c '^sluice: ' "$1"; }
-wait_errors() {  # wait_errors LOG COUNT
+wait_errors() {  # wait_errors LOG COUNT [TRIES]: up to TRIES x 50 ms (default 5 s)
   local i
-  for i in $(seq 1 100); do
+  for i in $(seq 1 "${3:-100}"); do
     [ "$(errors_in "$1")" -ge "$2" ] && return 0
     sleep 0.05
   done
@@ -61,8 +61,12 @@ fi
 # One sender at a time writes the output: a second, while a first is connected, is
 # refused and fails, instead of interleaving its image with the first one's.
 $PY -c 'import socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); time.sleep(4)' "$port" &
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); open(sys.argv[2], "w").close(); time.sleep(8)' \
+  "$port" holder.ready &
 holder=$!
+# Connected (not merely started: Python under load is slow to), then a moment for the
+# server to accept it.
+for i in $(seq 1 200); do [ -e holder.ready ] && break; sleep 0.05; done
 sleep 0.5
 make_image other.img $SIZE
 cp out.img out.before
@@ -84,7 +88,7 @@ $PY -c 'import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); time.sleep(30)' "$port" &
 idler=$!
 started=$SECONDS
-wait_errors idle.log 1
+wait_errors idle.log 1 300
 if grep -q "sent nothing for 2 seconds (--idle-timeout); dropped" idle.log && [ $((SECONDS - started)) -lt 15 ] &&
     "$SLUICE" copy good.img tcp://127.0.0.1:$port 2>copy.log && cmp -s good.img out.img; then
   pass "an idle sender is dropped after --idle-timeout and the next one served: $(grep idle-timeout idle.log)"

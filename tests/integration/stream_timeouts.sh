@@ -102,9 +102,9 @@ port=$(free_port)
 "$SLUICE" serve --listen "tcp://127.0.0.1:$port" --output out.img --size $((64 << 20)) --once 2>serve.err &
 SERVER_PIDS+=($!)
 wait_listening "tcp://127.0.0.1:$port"
-if "$SLUICE" copy --timeout 2 src.img "tcp://127.0.0.1:$port" 2>copy.err && wait "${SERVER_PIDS[-1]}" &&
+if "$SLUICE" copy --timeout 10 src.img "tcp://127.0.0.1:$port" 2>copy.err && wait "${SERVER_PIDS[-1]}" &&
    cmp -s src.img out.img; then
-  pass "a healthy transfer with --timeout 2 completes and matches"
+  pass "a healthy transfer with --timeout 10 completes and matches"
 else
   fail "healthy transfer with --timeout: $(cat copy.err serve.err)"
 fi

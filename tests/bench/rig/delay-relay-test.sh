@@ -62,7 +62,8 @@ grep -q 'RTT at the application level' "$scratch/slow.err" ||
 pings=$("$PYTHON" "$PROBE" ping --connect "127.0.0.1:$slow_port" --count 10)
 log "20 ms relay, 10 round trips: $pings"
 at_least "$(json "$pings" min_ms)" 20 || fail "a round trip through a 20 ms relay took less than 20 ms: $pings"
-at_least 60 "$(json "$pings" median_ms)" || fail "round trips through a 20 ms relay take far more than 20 ms: $pings"
+# 100: a loaded sanitizer run has measured a 67 ms maximum (median 23).
+at_least 100 "$(json "$pings" median_ms)" || fail "round trips through a 20 ms relay take far more than 20 ms: $pings"
 
 bulk=$("$PYTHON" "$PROBE" bulk --connect "127.0.0.1:$slow_port" --bytes $((16 << 20))) ||
   fail "16 MiB echoed through the 20 ms relay came back different: $bulk"
