@@ -126,8 +126,8 @@ def option_reply(s):
     assert magic == REPLY_MAGIC, "bad option reply magic"
     return opt, rtype, recv_exactly(s, length)
 
-def go(s, name):
-    greet(s)
+def choose(s, name):
+    """NBD_OPT_GO for the export `name`, on a greeted connection."""
     n = name.encode()
     option(s, 7, struct.pack(">I", len(n)) + n + struct.pack(">H", 0))
     while True:
@@ -135,6 +135,10 @@ def go(s, name):
         if rtype == 1:
             return
         assert rtype == 3, "GO failed with reply type 0x%x" % rtype
+
+def go(s, name):
+    greet(s)
+    choose(s, name)
 
 def connect_greeted(address, tries=100):
     """A connection past the greeting. With --max-connections the server frees a slot a
@@ -154,13 +158,8 @@ def connect_greeted(address, tries=100):
 
 def connect_go(address, name, tries=100):
     s = connect_greeted(address, tries)
-    n = name.encode()
-    option(s, 7, struct.pack(">I", len(n)) + n + struct.pack(">H", 0))
-    while True:
-        _, rtype, _ = option_reply(s)
-        if rtype == 1:
-            return s
-        assert rtype == 3, "GO failed with reply type 0x%x" % rtype
+    choose(s, name)
+    return s
 
 def request(s, command, offset, length, cookie=1, flags=0, magic=REQUEST_MAGIC):
     s.sendall(struct.pack(">IHHQQI", magic, flags, command, cookie, offset, length))
