@@ -20,7 +20,9 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
       {options.request_size, source.preferred, destination.preferred, minimum});
   if (request > maximum) request = std::bit_floor(maximum);
   request = request / minimum * minimum;
-  if (request < minimum || request < 4096)
+  // Under 4096 only when an end cannot take more (an NBD server's maximum payload):
+  // slow, but the copy is still correct, and refusing it would leave no way to copy.
+  if (request < minimum)
     return fail(std::errc::invalid_argument,
                 "no request size fits both ends (minimum " + std::to_string(minimum) + ", maximum " +
                     std::to_string(maximum) + ")");

@@ -1,7 +1,8 @@
 #!/bin/bash
 # nbdkit filters that change what the client must do:
 #  - delay: latency; the log shows several requests in flight (pipelining).
-#  - blocksize-policy minimum=64K with error policy: any unaligned request would fail.
+#  - blocksize-policy minimum=64K with error policy: any unaligned request would fail;
+#    maximum=1K: the client's requests shrink to fit (and were refused before).
 #  - extentlist: HOLE, ZERO and HOLE|ZERO map to hole, zero, hole (both bits count).
 #  - noextents: a map that says "all data"; the copy is still correct.
 #  - nozero: no WRITE_ZEROES; zeros become explicit WRITEs (never TRIM).
@@ -62,6 +63,28 @@ nbdkit_unix ragged --filter=blocksize-policy memory 4M blocksize-minimum=64K \
 expect_failure "takes whole blocks of 65536 bytes" copy "$scratch/ragged.img" "$uri"
 read_export "$uri" "$scratch/ragged.back"
 cmp -s "$scratch/ragged.back" <(head -c 4M /dev/zero) || fail "the refused copy wrote to the export"
+
+log "blocksize-policy: maximum 1 KiB, longer requests are errors; both ways still copy"
+# Requests under 4 KiB only because the server takes no more: slow, but correct.
+head -c $((2 * 1024 * 1024)) /dev/urandom >"$scratch/small-max.img"
+truncate -s 3M "$scratch/small-max.img"  # and a hole at the end
+nbdkit_unix tiny --filter=blocksize-policy memory 3M blocksize-minimum=512 \
+  blocksize-preferred=512 blocksize-maximum=1K blocksize-error-policy=error
+expect_copy "$scratch/small-max.img" "$uri"
+assert_eq "request size under a 1 KiB maximum" "$(stat_field request_size)" 1024
+# Read back by libnbd in 1 KiB pieces (nbdcopy asks for more than the server takes).
+/usr/bin/python3 - "$uri" "$scratch/small-max.back" <<'PY' || fail "libnbd could not read the export back"
+import nbd, sys
+h = nbd.NBD()
+h.connect_uri(sys.argv[1])
+with open(sys.argv[2], "wb") as out:
+    for offset in range(0, h.get_size(), 1024):
+        out.write(h.pread(1024, offset))
+h.shutdown()
+PY
+same_content "$scratch/small-max.img" "$scratch/small-max.back"
+expect_copy "$uri" "$scratch/small-max.copy"
+same_content "$scratch/small-max.img" "$scratch/small-max.copy"
 
 log "a server that refuses long WRITE_ZEROES (EINVAL past 4 MiB, no advertised limit)"
 # nbdkit's eval plugin over a file of random bytes: only zeroing proves the zero ranges.

@@ -1,5 +1,6 @@
 // The automatic depth: the measured default near by, enough for the link's round trip
-// far away, never past the in-flight limit; an explicit depth is left alone.
+// far away, never past the in-flight limit; an explicit depth is left alone. And the
+// request size both ends accept (settle_sizes).
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -47,4 +48,50 @@ TEST_CASE("depth_for: an explicit depth is kept at any distance") {
   CHECK(depth_for(o, milliseconds(20)) == 1);
   o.depth = 100;
   CHECK(depth_for(o, microseconds(0)) == 100);
+}
+
+TEST_CASE("settle_sizes: the request fits both ends' block sizes") {
+  const BlockSizes file{1, 4096, 32u << 20};
+  CopyOptions o = automatic(1 << 20);
+  REQUIRE(settle_sizes(o, file, file));
+  CHECK(o.request_size == (1u << 20));
+  CHECK(o.alignment == 1);
+
+  // An NBD export with 64 KiB blocks: requests stay whole blocks, zero scans as coarse.
+  o = automatic(1 << 20);
+  o.sparse = 4096;
+  REQUIRE(settle_sizes(o, file, BlockSizes{65536, 65536, 32u << 20}));
+  CHECK(o.request_size == (1u << 20));
+  CHECK(o.alignment == 65536);
+  CHECK(o.sparse == 65536);
+
+  // A maximum under the asked size wins, rounded down to a power of two.
+  o = automatic(2 << 20);
+  REQUIRE(settle_sizes(o, BlockSizes{512, 4096, 3u << 20}, file));
+  CHECK(o.request_size == (2u << 20));
+  o = automatic(4 << 20);
+  REQUIRE(settle_sizes(o, BlockSizes{512, 4096, 3u << 20}, file));
+  CHECK(o.request_size == (2u << 20));
+
+  // A server that takes at most 1 KiB: requests under 4 KiB rather than no copy.
+  o = automatic(1 << 20);
+  REQUIRE(settle_sizes(o, file, BlockSizes{512, 512, 1024}));
+  CHECK(o.request_size == 1024);
+  CHECK(o.alignment == 512);
+}
+
+TEST_CASE("settle_sizes: what cannot fit is an error, not a guess") {
+  const BlockSizes file{1, 4096, 32u << 20};
+  CopyOptions o = automatic(1 << 20);
+  auto both = settle_sizes(o, BlockSizes{65536, 65536, 32u << 20}, BlockSizes{512, 512, 4096});
+  REQUIRE_FALSE(both);
+  CHECK(both.error().message == "no request size fits both ends (minimum 65536, maximum 4096)");
+  o = automatic(1 << 20);
+  auto odd = settle_sizes(o, file, BlockSizes{3000, 3000, 32u << 20});
+  REQUIRE_FALSE(odd);
+  CHECK(odd.error().message == "minimum block size 3000 is not a power of two");
+  o = automatic(1000);
+  auto unaligned = settle_sizes(o, file, file);
+  REQUIRE_FALSE(unaligned);
+  CHECK(unaligned.error().message == "request size must be a positive multiple of 4096");
 }
