@@ -68,6 +68,7 @@ log "blocksize-policy: maximum 1 KiB, longer requests are errors; both ways stil
 # Requests under 4 KiB only because the server takes no more: slow, but correct.
 head -c $((2 * 1024 * 1024)) /dev/urandom >"$scratch/small-max.img"
 truncate -s 3M "$scratch/small-max.img"  # and a hole at the end
+write_zeros "$scratch/small-max.img" 1500K 3K  # zeros in the data, scanned in 1 KiB requests
 nbdkit_unix tiny --filter=blocksize-policy memory 3M blocksize-minimum=512 \
   blocksize-preferred=512 blocksize-maximum=1K blocksize-error-policy=error
 expect_copy "$scratch/small-max.img" "$uri"
