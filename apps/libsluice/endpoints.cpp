@@ -44,6 +44,8 @@ Status check_source(std::string_view text, const EndpointOptions& options) {
   auto uri = parse_uri(text);
   if (!uri) return tl::unexpected(uri.error());
   if (is_nbd_uri(*uri, options)) return check_nbd_uri(*uri, options);
+  if (uri->scheme == "null")
+    return fail(std::errc::invalid_argument, "'" + std::string(text) + "' can only be a destination: it discards");
   if (is_stream_destination(*uri)) {
     const bool http = uri->scheme == "http" || uri->scheme == "https";
     return fail(std::errc::invalid_argument,

@@ -29,8 +29,8 @@ assert_eq "every byte accounted for" \
   $(($(json_field "$out" bytes_written) + $(json_field "$out" bytes_zeroed) + $(json_field "$out" bytes_skipped))) \
   $((64 * M))
 
-# null: is a destination only.
-expect_fail 1 "null:" "$SLUICE" copy null: "$scratch/x"
+# null: is a destination only: as a source, a usage error.
+expect_fail 2 "'null:' can only be a destination: it discards" "$SLUICE" copy null: "$scratch/x"
 [[ ! -e $scratch/x ]] || fail "a failed copy from null: created its destination"
 
 log "ok"
