@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <cerrno>
 
@@ -15,6 +17,24 @@ bool is_image_kind(mode_t mode) { return S_ISREG(mode) || S_ISBLK(mode); }
 tl::unexpected<Error> not_an_image(const std::string& path) {
   return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
 }
+
+// The kernel's own filesystems, whose regular files report a size (0 in /proc, 4096
+// in /sys) that is not their content: copied by that size, a /proc file became an
+// empty image and the copy said it succeeded.
+const char* pseudo_filesystem(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return nullptr;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC: return "proc";
+    case SYSFS_MAGIC: return "sysfs";
+    case DEBUGFS_MAGIC: return "debugfs";
+    case TRACEFS_MAGIC: return "tracefs";
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC: return "cgroup";
+    case SECURITYFS_MAGIC: return "securityfs";
+    default: return nullptr;
+  }
+}
 }  // namespace
 
 Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
@@ -24,6 +44,9 @@ Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
   info.device = st.st_dev;
   info.inode = st.st_ino;
   if (S_ISREG(st.st_mode)) {
+    if (const char* kind = pseudo_filesystem(fd))
+      return fail(std::errc::invalid_argument, path + ": a file of the kernel's " + kind +
+                                                   " filesystem, whose size is not its content; not a disk image");
     info.size = static_cast<std::uint64_t>(st.st_size);
     info.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
     return info;

@@ -37,6 +37,17 @@ expect_fail 1 "$scratch/fifo: not a regular file or block device" timeout 20 "$S
 one_clear_line
 [[ ! -e $scratch/dst ]] || fail "a copy from a FIFO created its destination"
 
+log "files of /proc and /sys: refused, not copied by a size that is not their content"
+# /proc/cpuinfo says 0 bytes; copied by that, it became an empty image and exit 0.
+expect_fail 1 "/proc/cpuinfo: a file of the kernel's proc filesystem, whose size is not its content" \
+  "$SLUICE" copy /proc/cpuinfo "$scratch/cpuinfo.img"
+one_clear_line
+[[ ! -e $scratch/cpuinfo.img ]] || fail "a refused /proc source created its destination"
+if [[ -e /sys/devices/system/cpu/online ]]; then  # sysfs says 4096 bytes
+  expect_fail 1 "a file of the kernel's sysfs filesystem" "$SLUICE" info /sys/devices/system/cpu/online
+fi
+expect_fail 1 "/proc/self/comm: a file of the kernel's proc filesystem" "$SLUICE" copy "$scratch/src" /proc/self/comm
+
 log "a file name with a colon is a file, not a URI"
 cp "$scratch/src" "$scratch/vm:disk.img"
 (cd "$scratch" && expect_ok "$SLUICE" copy "vm:disk.img" "copy:of.img")
