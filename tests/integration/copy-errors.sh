@@ -235,6 +235,35 @@ for signal in INT TERM; do
 done
 rm -f "$scratch/slow" "$scratch/slow.copy"
 
+log "SIGINT while sending to a slow receiver: cancelled, not blamed on the receiver"
+# The cancel closes the socket under the send, whose "Broken pipe" used to be the
+# error: "the receiver closed the connection ... its log says why".
+random_file "$scratch/stream.img" 64M
+rm -f "$scratch/slow.sock" "$scratch/slow.accepted"
+"$PYTHON" -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept()
+open(sys.argv[2], "w").close()
+while c.recv(65536):
+    time.sleep(0.05)
+' "$scratch/slow.sock" "$scratch/slow.accepted" &
+receiver_pid=$!
+on_exit "kill -KILL $receiver_pid"
+for _ in $(seq 200); do [[ -S $scratch/slow.sock ]] && break; sleep 0.05; done
+"$SLUICE" copy "$scratch/stream.img" "unix://$scratch/slow.sock" 2>"$scratch/stderr" &
+pid=$!
+on_exit "kill -KILL $pid"
+for _ in $(seq 200); do [[ -e $scratch/slow.accepted ]] && break; sleep 0.05; done
+sleep 0.5  # data flowing, the socket full
+kill -INT "$pid"
+wait_or_hang "$pid" 30
+err=$(cat "$scratch/stderr")
+assert_eq "exit status after SIGINT while sending" "$status" 1
+assert_eq "the error after SIGINT while sending" "$err" "sluice: the transfer was cancelled"
+rm -f "$scratch/stream.img"
+
 log "a destination over the file-size limit (ulimit -f): an error, the old contents kept"
 # It used to die of SIGXFSZ (exit 153, no message) after emptying the destination.
 random_file "$scratch/over-limit" 20M
