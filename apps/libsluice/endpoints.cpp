@@ -35,14 +35,26 @@ bool names_uri(std::string_view text) {
 std::string local_path(std::string_view text) {
   if (!names_uri(text)) return std::string(text);
   auto uri = parse_uri(text);
-  if (uri && uri->scheme == "file") return uri->path;
+  // RFC 8089: file://HOST/path names HOST's file; only this machine's can be opened.
+  if (uri && uri->scheme == "file" && (uri->host.empty() || uri->host == "localhost")) return uri->path;
   return {};
 }
+
+namespace {
+
+tl::unexpected<Error> another_machine(std::string_view text) {
+  return fail(std::errc::invalid_argument, "'" + std::string(text) +
+                                               "' names a file on another machine; a local file is "
+                                               "file:///PATH (or file://localhost/PATH)");
+}
+
+}  // namespace
 
 Status check_source(std::string_view text, const EndpointOptions& options) {
   if (!local_path(text).empty()) return {};
   auto uri = parse_uri(text);
   if (!uri) return tl::unexpected(uri.error());
+  if (uri->scheme == "file") return another_machine(text);
   if (is_nbd_uri(*uri, options)) return check_nbd_uri(*uri, options);
   if (uri->scheme == "null")
     return fail(std::errc::invalid_argument, "'" + std::string(text) + "' can only be a destination: it discards");
@@ -60,6 +72,7 @@ Status check_destination(std::string_view text, const EndpointOptions& options) 
   if (!local_path(text).empty()) return {};
   auto uri = parse_uri(text);
   if (!uri) return tl::unexpected(uri.error());
+  if (uri->scheme == "file") return another_machine(text);
   if (uri->scheme == "null") {
     if (text.size() != 5)
       return fail(std::errc::invalid_argument, "'" + std::string(text) + "': null: takes nothing after the colon");

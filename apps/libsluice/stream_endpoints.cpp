@@ -7,6 +7,7 @@
 #include "engine/net/tls_stream.hpp"
 #include "protocols/chunked/chunked_destination.hpp"
 #include "protocols/http/import_client.hpp"
+#include "protocols/http/import_request.hpp"
 #include "protocols/raw/raw_destination.hpp"
 
 namespace sluice {
@@ -80,6 +81,11 @@ Status check_stream_destination(const Uri& uri, const EndpointOptions& options) 
                                                  (protocol == "nbd" ? " (use nbds:// for NBD over TLS)" : ""));
   auto address = address_of(uri);
   if (!address) return tl::unexpected(address.error());
+  if (is_http(uri)) {
+    // A path or host that cannot go into a request line (spaces, control characters).
+    auto request = build_import_request(uri);
+    if (!request) return tl::unexpected(request.error());
+  }
   return {};
 }
 

@@ -196,6 +196,9 @@ ServeOptions parse(int argc, char** argv) {
     if (o.output.empty()) throw UsageError("--protocol " + o.protocol + " needs --output PATH");
     if (!o.exports.empty()) throw UsageError("--export is for --protocol nbd");
     if (o.output == "null:" && o.direct) throw UsageError("--direct is for a file or block device, not null:");
+    if (o.size && *o.size == 0) throw UsageError("--size must not be 0");
+    if (o.output == "null:" && !o.size)
+      throw UsageError("--output null: keeps nothing and so has no size: give --size BYTES");
     // One image written by one connection at a time: more loops would only wait.
     if (o.threads > 1) throw UsageError("--threads is for --protocol nbd");
     o.threads = 1;

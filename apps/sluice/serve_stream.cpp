@@ -29,12 +29,8 @@ constexpr const char* null_output = "null:";
 
 // The image's size: --size, or what the output already holds.
 Result<std::uint64_t> image_size(const ServeOptions& options) {
-  if (options.size) {
-    if (*options.size == 0) return fail(std::errc::invalid_argument, "--size must not be 0");
-    return *options.size;
-  }
-  if (options.output == null_output)
-    return fail(std::errc::invalid_argument, "--output null: keeps nothing and so has no size: give --size BYTES");
+  // The command line has refused --size 0, and null: without --size.
+  if (options.size) return *options.size;
   auto opened = open_image_file(options.output, O_RDONLY);
   if (!opened) {
     Error error = opened.error();

@@ -75,6 +75,13 @@ expect_usage "--protocol nbd is not available here" copy --protocol nbd "$scratc
 # A source that would hang on a silent server is never opened when the destination is wrong.
 expect_usage "null: takes nothing after the colon" copy nbd://192.0.2.1/ null:foo
 expect_usage "unsupported source 'gopher://x/y'" info gopher://x/y
+expect_usage "'file://otherhost$scratch/never' names a file on another machine" copy "$scratch/src" "file://otherhost$scratch/never"
+expect_usage "the path '/a b' has spaces or control characters" copy "$scratch/src" "http://127.0.0.1:1/a b"
+expect_usage "--size must not be 0" serve --listen "unix://$scratch/never.sock" --output "$scratch/never" --size 0
+expect_usage "--output null: keeps nothing and so has no size" serve --listen "unix://$scratch/never.sock" --output null:
+[[ ! -e $scratch/never.sock ]] || fail "a refused serve listened"
+expect_ok "$SLUICE" copy "$scratch/src" "file://localhost$scratch/local.copy"
+same_content "$scratch/src" "$scratch/local.copy"
 [[ ! -e $scratch/never ]] || fail "a refused copy created its destination"
 
 log "progress of a copy that failed never says 100%"
