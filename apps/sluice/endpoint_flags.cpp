@@ -103,9 +103,9 @@ bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& option
       options.threads = static_cast<unsigned>(n);
       return true;
     }
-    case flag_timeout: options.timeout = std::chrono::seconds(count_argument("timeout", argument)); return true;
+    case flag_timeout: options.timeout = seconds_argument("timeout", argument); return true;
     case flag_connect_timeout:
-      options.connect_timeout = std::chrono::seconds(count_argument("connect-timeout", argument));
+      options.connect_timeout = seconds_argument("connect-timeout", argument);
       return true;
     default: return false;
   }

@@ -26,4 +26,12 @@ std::uint64_t count_argument(const char* name, const char* text) {
   return value;
 }
 
+std::chrono::seconds seconds_argument(const char* name, const char* text) {
+  const std::uint64_t value = count_argument(name, text);
+  if (value > max_seconds_argument)
+    throw UsageError(std::string("--") + name + ": '" + text + "' is too large (at most " +
+                     std::to_string(max_seconds_argument) + " seconds)");
+  return std::chrono::seconds(static_cast<std::chrono::seconds::rep>(value));
+}
+
 }  // namespace sluice::cli

@@ -2,6 +2,7 @@
 // the option.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace sluice::cli {
@@ -12,5 +13,10 @@ std::uint64_t size_argument(const char* name, const char* text);
 // A plain decimal count (depths, connections, threads, seconds): no units or
 // fractions, so "--depth 1k" is refused rather than read as 1024.
 std::uint64_t count_argument(const char* name, const char* text);
+
+// A count of seconds (timeouts), at most max_seconds_argument: a deadline past that
+// would overflow the clock and fire at once.
+constexpr std::uint64_t max_seconds_argument = 100ull * 365 * 24 * 3600;  // 100 years
+std::chrono::seconds seconds_argument(const char* name, const char* text);
 
 }  // namespace sluice::cli

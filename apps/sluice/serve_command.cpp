@@ -164,11 +164,11 @@ ServeOptions parse(int argc, char** argv) {
         o.threads = static_cast<std::size_t>(n);
         break;
       }
-      case opt_idle_timeout: o.idle_timeout = std::chrono::seconds(count_argument("idle-timeout", optarg)); break;
+      case opt_idle_timeout: o.idle_timeout = seconds_argument("idle-timeout", optarg); break;
       case opt_handshake_timeout: {
-        auto n = count_argument("handshake-timeout", optarg);
-        if (n == 0) throw UsageError("--handshake-timeout must be at least 1 second");
-        o.handshake_timeout = std::chrono::seconds(n);
+        auto n = seconds_argument("handshake-timeout", optarg);
+        if (n.count() == 0) throw UsageError("--handshake-timeout must be at least 1 second");
+        o.handshake_timeout = n;
         break;
       }
       case opt_tls_cert: o.tls.certificate = optarg; break;

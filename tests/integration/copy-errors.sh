@@ -80,6 +80,11 @@ expect_usage "the path '/a b' has spaces or control characters" copy "$scratch/s
 expect_usage "--size must not be 0" serve --listen "unix://$scratch/never.sock" --output "$scratch/never" --size 0
 expect_usage "--output null: keeps nothing and so has no size" serve --listen "unix://$scratch/never.sock" --output null:
 [[ ! -e $scratch/never.sock ]] || fail "a refused serve listened"
+# Past what the clock can add, a deadline fired at once ("stalled for ... seconds").
+expect_usage "--timeout: '9223372036854' is too large (at most 3153600000 seconds)" \
+  copy --timeout 9223372036854 "$scratch/src" null:
+expect_usage "--idle-timeout: '18446744073709551615' is too large" \
+  serve --listen "unix://$scratch/never.sock" --output null: --size 1M --idle-timeout 18446744073709551615
 expect_ok "$SLUICE" copy "$scratch/src" "file://localhost$scratch/local.copy"
 same_content "$scratch/src" "$scratch/local.copy"
 [[ ! -e $scratch/never ]] || fail "a refused copy created its destination"
