@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "apps/sluice/serve_service.hpp"
+#include "engine/net/deadline.hpp"
 #include "engine/unique_fd.hpp"
 #include "protocols/chunked/chunked_receiver.hpp"
 #include "protocols/common/stream_reader.hpp"
@@ -69,7 +70,17 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
                      " seconds (--idle-timeout); dropped"};
   };
   if (options->http) {
+    // The request head is the handshake of the HTTP import: bounded as a whole, as the
+    // TLS handshake is. --idle-timeout alone would let a client that sends a byte now
+    // and then hold the one slot a file output has for as long as it likes.
+    Deadline deadline(ex, options->handshake_timeout, stream->socket_fd(), stream.get());
     auto request = co_await answer_http_import(reader);
+    deadline.disarm();
+    if (!request && deadline.fired())
+      co_return failed(Error{std::make_error_code(std::errc::timed_out),
+                             "the HTTP request did not arrive within " +
+                                 std::to_string(options->handshake_timeout.count()) +
+                                 " seconds (--handshake-timeout); dropped"});
     if (!request) {
       co_await stream->close();
       co_return failed(idle.expired() ? idle_error() : request.error());

@@ -12,12 +12,12 @@ IdleWatch::~IdleWatch() {
   timer_.cancel();
 }
 
-std::uint64_t IdleWatch::received() const {
-  return reader_.position() + reader_.buffered();
-}
+std::uint64_t IdleWatch::received() const { return reader_.received(); }
 
 void IdleWatch::arm() {
-  timer_.expires_after(limit_);
+  // Due `limit` after the last arrival, so a sender is dropped that long after its
+  // last byte, not anywhere up to twice that.
+  timer_.expires_at(reader_.last_arrival() + limit_);
   timer_.async_wait([this, alive = alive_](const asio::error_code& ec) {
     if (ec || !*alive) return;
     if (received() == seen_) {

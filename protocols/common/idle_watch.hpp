@@ -16,7 +16,7 @@ namespace sluice {
 
 class IdleWatch {
  public:
-  // Every `limit` the reader must have taken at least one more byte from its stream;
+  // Every `limit` at least one more byte must have arrived through the reader;
   // if not, the stream's reads are stopped (they see its end, which the receiver then
   // reports as a truncated transfer) and expired() says why. A zero limit watches
   // nothing.
@@ -29,7 +29,7 @@ class IdleWatch {
 
  private:
   void arm();
-  // Bytes taken from the stream so far, those still held in the reader included.
+  // Bytes that have arrived through the reader so far.
   std::uint64_t received() const;
 
   asio::steady_timer timer_;

@@ -19,6 +19,7 @@ awaitable<Result<std::size_t>> StreamReader::read_up_to(std::span<std::byte> int
       auto n = co_await stream_.read_some(into.subspan(done));
       if (!n) co_return tl::unexpected(n.error());
       if (*n == 0) break;
+      arrived(*n);
       done += *n;
       continue;
     }
@@ -26,6 +27,7 @@ awaitable<Result<std::size_t>> StreamReader::read_up_to(std::span<std::byte> int
     auto n = co_await stream_.read_some(buffer_);
     if (!n) co_return tl::unexpected(n.error());
     if (*n == 0) break;
+    arrived(*n);
     end_ = *n;
     std::size_t take = std::min(wanted, end_);
     std::memcpy(into.data() + done, buffer_.data(), take);
@@ -41,6 +43,7 @@ awaitable<Result<std::span<const std::byte>>> StreamReader::peek() {
     begin_ = end_ = 0;
     auto n = co_await stream_.read_some(buffer_);
     if (!n) co_return tl::unexpected(n.error());
+    arrived(*n);
     end_ = *n;
   }
   co_return std::span<const std::byte>(buffer_.data() + begin_, end_ - begin_);

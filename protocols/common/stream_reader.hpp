@@ -5,6 +5,7 @@
 // storage without another copy.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -36,19 +37,35 @@ class StreamReader {
   std::uint64_t position() const { return position_; }
   // Bytes read from the stream and not yet taken.
   std::size_t buffered() const { return end_ - begin_; }
+  // Bytes that have arrived from the stream so far, counted as each read returns: a
+  // payload read straight into the caller's memory counts while it is still filling
+  // (what IdleWatch needs to tell a slow sender from a silent one).
+  std::uint64_t received() const { return received_; }
+  // When the last of them arrived (the reader's creation before any did).
+  std::chrono::steady_clock::time_point last_arrival() const { return last_arrival_; }
   // Stops reading ahead: each read asks the stream for no more than it needs, so a
   // caller can splice payloads from the socket itself. What is buffered stays.
   void stop_read_ahead() { read_ahead_ = false; }
   // `n` bytes were taken from the stream without this reader (spliced).
-  void advance(std::size_t n) { position_ += n; }
+  void advance(std::size_t n) {
+    position_ += n;
+    arrived(n);
+  }
   Stream& stream() { return stream_; }
 
  private:
+  void arrived(std::size_t n) {
+    received_ += n;
+    last_arrival_ = std::chrono::steady_clock::now();
+  }
+
   Stream& stream_;
   std::vector<std::byte> buffer_;
   std::size_t begin_ = 0;
   std::size_t end_ = 0;
   std::uint64_t position_ = 0;
+  std::uint64_t received_ = 0;
+  std::chrono::steady_clock::time_point last_arrival_ = std::chrono::steady_clock::now();
   bool read_ahead_ = true;
 };
 

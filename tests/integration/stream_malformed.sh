@@ -99,6 +99,56 @@ kill "$idler" 2>/dev/null
 kill "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 
+# --- a slow sender is not an idle one, whatever the payload path -----------------------
+# Every byte that arrives counts: a 2 MiB payload read into a buffer used to count
+# only when complete, so a steady sender slower than 2 MiB per --idle-timeout was
+# dropped mid-chunk as one that "sent nothing".
+port=$(free_port)
+start_serve slow.log --listen tcp://127.0.0.1:$port --protocol chunked --output slow.img --size 2M \
+  --idle-timeout 2 --no-zero-copy --once || exit 1
+$PY -c 'import socket, struct, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("<QI", 0, 2 << 20))
+for i in range(32):   # 64 KiB every 0.15 s: the chunk takes about 5 s
+    s.sendall(b"p" * 65536)
+    time.sleep(0.15)
+s.sendall(struct.pack("<QI", 0, 0))
+s.shutdown(socket.SHUT_WR)
+s.recv(1)' "$port"
+wait "$SERVE_PID"
+status=$?
+if [ $status -eq 0 ] && cmp -s slow.img <(head -c $((2 << 20)) /dev/zero | tr '\0' p); then
+  pass "a slow steady sender (2 MiB over 5 s, --idle-timeout 2, buffered) is served"
+else
+  fail "slow steady sender: exit $status, $(cat slow.log)"
+fi
+
+# --- the HTTP request head is bounded as a whole (--handshake-timeout) ---------------
+# A byte every half second keeps --idle-timeout happy; the head must still arrive
+# within --handshake-timeout, or the client holding the one slot is dropped.
+port=$(free_port)
+start_serve head.log --listen tcp://127.0.0.1:$port --http --protocol chunked --output head.img --size $SIZE \
+  --idle-timeout 10 --handshake-timeout 2 || exit 1
+started=$SECONDS
+$PY -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+try:
+    for b in b"PUT /import HTTP/1.1\r\nhost: a\r\nx-slow: " + b"a" * 100:
+        s.send(bytes([b]))
+        time.sleep(0.5)
+except OSError:
+    pass' "$port"
+wait_errors head.log 1 300
+if grep -q "the HTTP request did not arrive within 2 seconds (--handshake-timeout); dropped" head.log &&
+    [ $((SECONDS - started)) -lt 30 ] && "$SLUICE" copy good.img "http://127.0.0.1:$port/import" 2>copy.log &&
+    same_image good.img head.img; then
+  pass "a client trickling its HTTP request is dropped after --handshake-timeout, the next one served"
+else
+  fail "trickled HTTP request: $((SECONDS - started)) s, $(cat head.log) / $(cat copy.log)"
+fi
+kill "$SERVE_PID"
+wait "$SERVE_PID" 2>/dev/null
+
 # --- --once: a bad stream is the exit status -------------------------------------
 port=$(free_port)
 start_serve once.log --listen tcp://127.0.0.1:$port --protocol chunked --output out.img --once || exit 1
