@@ -1,4 +1,6 @@
 // sluice: move disk images. Subcommands: copy, info, demo.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +32,17 @@ void usage(std::FILE* out) {
       out);
 }
 
+// Each NBD connection the server holds, and each spliced request, holds descriptors
+// (a socket, pipes): the usual soft limit of 1024 is reached by a few dozen busy
+// clients. The hard limit is the administrator's; nothing here uses select(), whose
+// sets stop at 1024, so the soft limit may go up to it.
+void raise_descriptor_limit() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  (void)::setrlimit(RLIMIT_NOFILE, &limit);  // a refusal leaves the old limit, which works
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,6 +54,7 @@ int main(int argc, char** argv) {
   // process mid-copy; ignored, the write fails with EPIPE and only the display stops.
   // Sockets are written with MSG_NOSIGNAL anyway.
   std::signal(SIGPIPE, SIG_IGN);
+  raise_descriptor_limit();
   if (argc < 2) {
     usage(stderr);
     return exit_usage;

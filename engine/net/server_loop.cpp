@@ -1,5 +1,7 @@
 #include "engine/net/server_loop.hpp"
 
+#include <asio/steady_timer.hpp>
+#include <cerrno>
 #include <cstdio>
 
 #include "engine/net/deadline.hpp"
@@ -42,9 +44,22 @@ awaitable<Status> ServerLoop::run() {
     if (ec) {
       if (stopping_) break;
       if (ec == asio::error::connection_aborted) continue;
+      if (is_transient_accept_error(ec)) {
+        // Out of descriptors or memory for now: the connections being served will give
+        // some back. The waiting client stays queued; stopping for good would leave
+        // every later client hanging on a listener nobody accepts from.
+        if (!accept_starved_)
+          options_.report(Error{ec, "cannot accept a connection for now: " + ec.message() +
+                                        " (raise `ulimit -n` or lower --max-connections); retrying"});
+        accept_starved_ = true;
+        asio::steady_timer pause(ex, std::chrono::milliseconds(100));
+        co_await pause.async_wait(use_nothrow);
+        continue;
+      }
       connections.fail(Error{ec, "accept failed: " + ec.message()});
       break;
     }
+    accept_starved_ = false;
     if (active_ >= options_.max_connections) {
       options_.report(Error{std::make_error_code(std::errc::too_many_files_open),
                             "refused a connection from " + describe_peer(socket) + ": already serving " +
@@ -62,6 +77,18 @@ awaitable<Status> ServerLoop::run() {
   if (!first) co_return first;
   if (!rest && !rest.error().is_cancellation()) co_return rest;
   co_return Status{};
+}
+
+bool ServerLoop::is_transient_accept_error(const asio::error_code& ec) {
+  // By value: Asio's system category does not compare equal to std::errc here.
+  if (ec.category() != asio::error::get_system_category()) return false;
+  switch (ec.value()) {
+    case EMFILE:
+    case ENFILE:
+    case ENOBUFS:
+    case ENOMEM: return true;
+    default: return false;
+  }
 }
 
 std::size_t ServerLoop::pick_worker() const {

@@ -66,6 +66,9 @@ class ServerLoop {
   // On the worker's loop: the TLS handshake if any, then the handler.
   awaitable<Status> serve_on_worker(Socket socket, const ConnectionHandler& handler);
   std::size_t pick_worker() const;
+  // Errors accept() can return while the process or system is short of descriptors or
+  // memory: worth waiting out, not ending the server for.
+  static bool is_transient_accept_error(const asio::error_code& ec);
 
   Acceptor acceptor_;
   std::vector<ServerWorker> workers_;
@@ -74,6 +77,7 @@ class ServerLoop {
   std::size_t active_ = 0;
   std::size_t served_ = 0;
   bool stopping_ = false;
+  bool accept_starved_ = false;  // said once per spell of transient accept errors
 };
 
 }  // namespace sluice

@@ -246,6 +246,66 @@ print("ok: the server still serves after a write past its file-size limit")
 kill -0 "$SERVER_PID" || die "the server died of a write past its file-size limit"
 stop_server
 
+# Out of descriptors: accept() fails with EMFILE while clients hold them all. The
+# server says so once and goes on accepting when some are given back (it used to stop
+# accepting for good and exit 1 once the last client left).
+cat >"$WORK/limited-sluice" <<EOF
+#!/bin/bash
+ulimit -n 40
+exec "$SLUICE" "\$@"
+EOF
+chmod +x "$WORK/limited-sluice"
+SLUICE="$WORK/limited-sluice" start_server "unix://$SOCK" --threads 1 --max-connections 200 \
+  --export disk="$WORK/disk.img"
+python3 - "$SOCK" <<'PY' || die "out of descriptors"
+import socket, sys, rawnbd
+held = []
+starved = False
+for i in range(60):
+    s = rawnbd.connect(sys.argv[1])
+    s.settimeout(2)
+    try:
+        rawnbd.greet(s)
+    except (socket.timeout, EOFError, ConnectionResetError):
+        starved = True
+        break
+    held.append(s)
+assert starved, "60 connections under ulimit -n 40 all got a greeting: the limit did not bite"
+print("ok: %d connections took every descriptor" % len(held))
+waiting = s
+for held_socket in held[:10]:
+    held_socket.close()
+waiting.settimeout(10)
+rawnbd.greet(waiting)  # the queued client is accepted once descriptors come back
+fresh = rawnbd.connect_go(sys.argv[1], "disk")
+rawnbd.request(fresh, 0, 0, 512, cookie=3)
+assert rawnbd.simple_reply(fresh) == (0, 3)
+print("ok: accepting again once descriptors were given back")
+PY
+grep -q "cannot accept a connection for now: Too many open files" "$WORK/server.log" ||
+  die "running out of descriptors was not reported"
+[ "$(grep -c "cannot accept a connection for now" "$WORK/server.log")" -eq 1 ] ||
+  die "running out of descriptors was reported more than once"
+stop_server
+pass "out of descriptors: said once, accepting again when they come back, exit 0 on SIGTERM"
+
+# The soft descriptor limit is raised to the hard one at start (a few dozen busy
+# clients reached the usual 1024).
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -gt 256 ]; then
+  cat >"$WORK/soft-sluice" <<EOF
+#!/bin/bash
+ulimit -Sn 256
+exec "$SLUICE" "\$@"
+EOF
+  chmod +x "$WORK/soft-sluice"
+  SLUICE="$WORK/soft-sluice" start_server "unix://$SOCK" --threads 1 --export disk="$WORK/disk.img"
+  soft=$(awk '/^Max open files/ {print $4}' "/proc/$SERVER_PID/limits")
+  [ "$soft" = "$hard" ] || die "the soft descriptor limit is $soft, not raised to the hard $hard"
+  stop_server
+  pass "the soft descriptor limit was raised from 256 to $hard"
+fi
+
 # A block device with 4 KiB sectors refuses unaligned fallocate ranges with EINVAL:
 # that request falls back to writing zeros, and fast zeroing still works afterwards
 # (one unaligned request once turned it off for good: FAST_ZERO then failed ENOTSUP).
