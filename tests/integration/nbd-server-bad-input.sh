@@ -289,6 +289,35 @@ grep -q "cannot accept a connection for now: Too many open files" "$WORK/server.
 stop_server
 pass "out of descriptors: said once, accepting again when they come back, exit 0 on SIGTERM"
 
+# No descriptor left for a pipe: spliced READs and WRITEs go through memory instead,
+# and every connection keeps being served (each one used to be dropped with "cannot
+# create a pipe: Too many open files"). As many connections as leave one descriptor
+# free, and a pipe takes two.
+SLUICE="$WORK/limited-sluice" start_server "unix://$SOCK" --threads 1 --max-connections 100 \
+  --export disk="$WORK/disk.img"
+/usr/bin/python3 - "$SOCK" "$SERVER_PID" <<'PY' || die "no descriptors for pipes"
+import nbd, os, sys
+sock, pid = sys.argv[1], sys.argv[2]
+open_fds = lambda: len(os.listdir("/proc/%s/fd" % pid))
+handles = []
+while open_fds() < 39:
+    h = nbd.NBD()
+    h.set_export_name("disk")
+    h.connect_unix(sock)
+    handles.append(h)
+assert len(handles) >= 4, "only %d connections fit" % len(handles)
+for i, h in enumerate(handles):
+    h.pwrite(bytes([65 + i]) * 65536, i * 65536)
+for i, h in enumerate(handles):
+    assert h.pread(65536, i * 65536) == bytes([65 + i]) * 65536, "connection %d read back wrong data" % i
+    assert h.pread(65536, 8 << 20) == bytes(65536), "a hole read back wrong"
+for h in handles:
+    h.shutdown()
+print("ok: %d connections wrote and read with no descriptor to spare for a pipe" % len(handles))
+PY
+if grep -q "cannot create a pipe" "$WORK/server.log"; then die "a connection was dropped for want of a pipe"; fi
+stop_server
+
 # The soft descriptor limit is raised to the hard one at start (a few dozen busy
 # clients reached the usual 1024).
 hard=$(ulimit -Hn)

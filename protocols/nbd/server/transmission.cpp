@@ -246,7 +246,14 @@ awaitable<Status> Transmission::receive_payload_piped(Request& request) {
   const std::size_t length = request.header.length;
   if (Status got = co_await request.bytes.take(units_for(length)); !got) co_return got;
   auto pipe = co_await pipes_.acquire();
-  if (!pipe) co_return tl::unexpected(pipe.error());
+  if (!pipe && pipe.error().is_cancellation()) co_return tl::unexpected(pipe.error());
+  if (!pipe) {
+    // No pipe to be had (out of descriptors): this payload goes through memory.
+    auto buffer = co_await pooled_buffer(length);
+    if (!buffer) co_return tl::unexpected(buffer.error());
+    request.buffer = std::move(*buffer);
+    co_return co_await reader_.payload(request.buffer.data());
+  }
   PipeLease lease(pipes_, *pipe);
   std::size_t moved = 0;
   if (length <= (*pipe)->capacity()) {
@@ -450,7 +457,8 @@ awaitable<Status> Transmission::send_data_piped(const RequestHeader& h, std::uin
                                                 bool last_run, bool& ended) {
   while (length > 0) {
     auto pipe = co_await pipes_.acquire();
-    if (!pipe) co_return tl::unexpected(pipe.error());
+    if (!pipe && pipe.error().is_cancellation()) co_return tl::unexpected(pipe.error());
+    if (!pipe) co_return co_await send_data_buffered(h, from, length, last_run, ended);
     const auto piece = static_cast<std::uint32_t>(std::min<std::uint64_t>(length, (*pipe)->capacity()));
     if (Status got = co_await image_.read_into_pipe(h.offset + from, piece, (*pipe)->write_end()); !got) {
       pipes_.release(*pipe, false);
@@ -469,6 +477,23 @@ awaitable<Status> Transmission::send_data_piped(const RequestHeader& h, std::uin
     length -= piece;
   }
   co_return Status{};
+}
+
+// send_data_piped's way out when no pipe can be had (out of descriptors): the rest of
+// the run read into a pool buffer and sent as one chunk, so the client still gets its
+// data and the connection goes on.
+awaitable<Status> Transmission::send_data_buffered(const RequestHeader& h, std::uint64_t from, std::uint64_t length,
+                                                   bool last_run, bool& ended) {
+  auto buffer = co_await pooled_buffer(static_cast<std::size_t>(length));
+  if (!buffer) co_return tl::unexpected(buffer.error());
+  if (Status got = co_await image_.read(h.offset + from, buffer->data()); !got) {
+    ended = true;
+    co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
+  }
+  encode_offset_data_header(h.cookie, last_run ? reply_flag::done : 0, h.offset + from,
+                            static_cast<std::uint32_t>(length),
+                            buffer->prefix(offset_data_header_size).first<offset_data_header_size>());
+  co_return co_await stream_.send(Frame{{}, buffer->with_prefix(offset_data_header_size)});
 }
 
 awaitable<Status> Transmission::serve_block_status(Request& request) {

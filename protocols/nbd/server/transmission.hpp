@@ -82,6 +82,8 @@ class Transmission {
   awaitable<Status> send_runs_piped(const RequestHeader& header, const std::vector<ReadRun>& runs);
   awaitable<Status> send_data_piped(const RequestHeader& header, std::uint64_t from, std::uint64_t length,
                                     bool last_run, bool& ended);
+  awaitable<Status> send_data_buffered(const RequestHeader& header, std::uint64_t from, std::uint64_t length,
+                                      bool last_run, bool& ended);
   awaitable<Status> serve_block_status(Request& request);
   awaitable<Status> reply_ok(std::uint64_t cookie);
   awaitable<Status> reply_error(const RequestHeader& header, Errno error, const std::string& message);
