@@ -178,7 +178,7 @@ Result<OptionHeader> decode_option_header(std::span<const std::byte> bytes) {
   OptionHeader header{static_cast<Option>(load_u32(s.subspan<8, 4>())),
                       load_u32(s.subspan<12, 4>())};
   if (header.length > max_option_length)
-    return malformed("NBD option " + to_string(header.option) + " carries " +
+    return malformed("NBD " + to_string(header.option) + " carries " +
                      std::to_string(header.length) + " bytes of data, the limit is " +
                      std::to_string(max_option_length));
   return header;
@@ -231,7 +231,7 @@ Result<std::vector<std::byte>> encode_meta_context_option(Option list_or_set,
 
 Status check_no_option_data(const OptionHeader& header) {
   if (header.length != 0)
-    return malformed("NBD option " + to_string(header.option) + " carries " +
+    return malformed("NBD " + to_string(header.option) + " carries " +
                      std::to_string(header.length) + " bytes of data, expected none");
   return {};
 }

@@ -110,7 +110,7 @@ TEST_CASE("options that carry no data must not carry any") {
   CHECK(check_no_option_data({Option::list, 0}));
   auto bad = check_no_option_data({Option::list, 5});
   REQUIRE_FALSE(bad);
-  CHECK(bad.error().message == "NBD option LIST carries 5 bytes of data, expected none");
+  CHECK(bad.error().message == "NBD LIST carries 5 bytes of data, expected none");
 }
 
 TEST_CASE("EXPORT_NAME option: golden bytes and round trip") {
