@@ -19,6 +19,9 @@ struct Error {
   // True for the follow-on errors of stages that were told to stop because a sibling
   // failed; the sibling's error is the one worth reporting.
   bool is_cancellation() const;
+  // True when the peer went away: it closed or reset the connection (EPIPE,
+  // ECONNRESET), whichever layer saw it first.
+  bool is_peer_gone() const;
 };
 
 template <class T>

@@ -190,6 +190,27 @@ grep -qF "client asked for unknown export 'nope\x0asluice: forged line\x1b[31m'"
 if grep -q '^sluice: forged line' "$WORK/server.log" || grep -q $'\x1b' "$WORK/server.log"; then
   die "a client's export name forged a log line or wrote an escape sequence"
 fi
+# Probes that connect and hang up before choosing an export (a health check) end
+# their sessions as a clean close does: nothing in the log. A hang-up with the
+# greeting unread used to be logged as a reset, one before it went out as EPIPE.
+lines_before=$(wc -l <"$WORK/server.log")
+python3 - "$SOCK" <<'PY' || die "probes"
+import socket, struct, sys, time, rawnbd
+for i in range(5):
+    s = rawnbd.connect(sys.argv[1])
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # reset
+    s.close()
+    s = rawnbd.connect(sys.argv[1])
+    s.recv(5)  # part of the greeting, the rest unread
+    s.close()
+    s = rawnbd.connect_greeted(sys.argv[1])
+    s.close()  # after the client flags, before any option
+time.sleep(0.5)
+PY
+lines_after=$(wc -l <"$WORK/server.log")
+[ "$lines_after" -eq "$lines_before" ] ||
+  die "probes that hung up were logged: $(tail -n +$((lines_before + 1)) "$WORK/server.log")"
+pass "15 probes that hung up in the handshake left the log alone"
 grep -q 'refused a connection' "$WORK/server.log" || die "the refusal was not reported"
 grep -q 'dropped: no export chosen within 2 s' "$WORK/server.log" || die "the handshake timeout was not reported"
 kill -0 "$SERVER_PID" || die "the server died"

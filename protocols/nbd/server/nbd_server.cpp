@@ -67,6 +67,10 @@ awaitable<Status> NbdServer::serve(std::unique_ptr<Stream> stream) {
                                              " s (--handshake-timeout)");
   if (!negotiated) {
     if (stopping_) co_return Status{};
+    // Gone before choosing an export: a probe that connects and hangs up (often before
+    // the greeting is sent, or with it unread, so a broken pipe or a reset) has ended
+    // its session as surely as one that closed cleanly, and is not an error either.
+    if (negotiated.error().is_peer_gone()) co_return Status{};
     co_return tl::unexpected(negotiated.error());
   }
   if (!*negotiated) {  // the client ended the session during the handshake
