@@ -67,7 +67,8 @@ void serve_usage() {
       "  --no-nodelay          leave Nagle's algorithm on (for comparisons)\n"
       "\n"
       "Runs until SIGTERM or SIGINT (or after one connection with --once), finishing\n"
-      "the requests in flight and flushing before it exits.\n",
+      "the requests in flight and flushing before it exits. A chunked or raw transfer\n"
+      "in progress is waited for; a second signal aborts it (exit status 1).\n",
       stdout);
 }
 
@@ -263,6 +264,7 @@ int serve_command(int argc, char** argv) {
   for (std::size_t i = 0; i < extra_loops.size(); ++i) loops.push_back(extra_loops.at(i));
   std::vector<ServerWorker> workers;
   std::vector<std::function<void()>> stops;  // one per loop, run on that loop
+  std::vector<std::function<void()>> aborts;  // likewise; empty where stop is prompt
   for (const executor& loop_ex : loops) {
     auto service =
         options.protocol == "nbd" ? make_nbd_service(loop_ex, options, device_claims)
@@ -273,6 +275,7 @@ int serve_command(int argc, char** argv) {
     }
     workers.push_back(ServerWorker{loop_ex, std::move(service->handler)});
     stops.push_back(std::move(service->stop));
+    aborts.push_back(std::move(service->abort));
   }
   auto acceptor = listen_on(ex, where->address);
   if (!acceptor) {
@@ -284,13 +287,30 @@ int serve_command(int argc, char** argv) {
   ServerLoop loop(std::move(*acceptor), std::move(workers), loop_options);
   extra_loops.start();
 
+  // The first SIGTERM or SIGINT stops accepting and lets what is in flight finish; a
+  // transfer can take as long as its image, so a second one cuts it short.
   asio::signal_set signals(context, SIGINT, SIGTERM);
-  signals.async_wait([&](const asio::error_code& ec, int) {
+  bool stopping = false;
+  bool aborted = false;
+  const bool can_abort = !aborts.empty() && static_cast<bool>(aborts.front());
+  std::function<void(const asio::error_code&, int)> on_signal = [&](const asio::error_code& ec, int) {
     if (ec) return;
-    loop.stop();
-    // Each service winds down on its own loop's thread.
-    for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], stops[i]);
-  });
+    if (!stopping) {
+      stopping = true;
+      loop.stop();
+      // Each service winds down on its own loop's thread.
+      for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], stops[i]);
+      if (loop.active() > 0 && can_abort)
+        std::fprintf(stderr, "sluice: stopping: no new connections; waiting for %zu in progress to finish (signal "
+                             "again to abort)\n", loop.active());
+    } else if (can_abort && loop.active() > 0) {
+      aborted = true;
+      std::fputs("sluice: aborting the transfers in progress\n", stderr);
+      for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], aborts[i]);
+    }
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
 
   std::optional<Status> result;
   asio::co_spawn(context, loop.run(), [&](std::exception_ptr error, Status status) {
@@ -304,7 +324,7 @@ int serve_command(int argc, char** argv) {
                  printable(result ? (*result).error().message : "the server did not finish").c_str());
     return exit_transfer_error;
   }
-  return exit_ok;
+  return aborted ? exit_transfer_error : exit_ok;
 }
 
 }  // namespace sluice::cli

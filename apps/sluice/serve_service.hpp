@@ -1,5 +1,6 @@
-// A receiving service as `sluice serve` runs it: a handler for each connection and a
-// way to ask the service to wind down (finish what is in flight, flush).
+// A receiving service as `sluice serve` runs it: a handler for each connection, a way
+// to ask the service to wind down (finish what is in flight, flush) and, where that can
+// take as long as a whole image, a way to cut it short.
 #pragma once
 
 #include <functional>
@@ -16,6 +17,9 @@ namespace sluice::cli {
 struct ServeService {
   ConnectionHandler handler;
   std::function<void()> stop = [] {};
+  // Cuts the transfers in flight (a second SIGTERM or SIGINT), each then failing as
+  // incomplete; empty where stop() is already prompt (NBD requests are short).
+  std::function<void()> abort;
 };
 
 // --protocol chunked|raw (serve_stream.cpp)

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <set>
 
 #include "apps/sluice/serve_service.hpp"
 #include "engine/net/deadline.hpp"
@@ -56,9 +57,27 @@ Result<std::unique_ptr<Destination>> open_output(executor ex, const ServeOptions
   return std::unique_ptr<Destination>(std::move(*output));
 }
 
+// The transfers being received, so that a second stop signal can cut them. The stream
+// receiver runs on one loop, as does whatever touches this: no locks.
+struct LiveTransfers {
+  std::set<Stream*> streams;
+  bool aborted = false;
+
+  void abort() {
+    aborted = true;
+    for (Stream* stream : streams) stream->stop_receiving();
+  }
+};
+
 awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptions> options,
-                                   std::unique_ptr<Stream> stream) {
+                                   std::shared_ptr<LiveTransfers> live, std::unique_ptr<Stream> stream) {
   const std::string peer = stream->peer();
+  live->streams.insert(stream.get());
+  struct Unlist {
+    LiveTransfers& live;
+    Stream* stream;
+    ~Unlist() { live.streams.erase(stream); }
+  } unlist{*live, stream.get()};
   auto failed = [&](const Error& e) -> Status {
     return fail(e.code, peer + ": " + e.message);
   };
@@ -117,6 +136,11 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     // A reset, not a close: the sender, which gets no reply in these protocols, must
     // not take the end of the connection for the receiver's success.
     stream->reset();
+    if (live->aborted)
+      co_return failed(Error{std::make_error_code(std::errc::interrupted),
+                             "aborted by a second stop signal after " +
+                                 std::to_string(reader.position()) + " bytes; " + options->output +
+                                 " is incomplete"});
     co_return failed(idle.expired() ? idle_error() : result.error());
   }
   co_await stream->close();
@@ -148,10 +172,12 @@ Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& optio
     }
   }
   auto shared = std::make_shared<const ServeOptions>(options);
+  auto live = std::make_shared<LiveTransfers>();
   ServeService service;
-  service.handler = [ex, shared](std::unique_ptr<Stream> stream) {
-    return serve_connection(ex, shared, std::move(stream));
+  service.handler = [ex, shared, live](std::unique_ptr<Stream> stream) {
+    return serve_connection(ex, shared, live, std::move(stream));
   };
+  service.abort = [live] { live->abort(); };
   return service;
 }
 

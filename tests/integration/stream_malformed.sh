@@ -149,6 +149,33 @@ fi
 kill "$SERVE_PID"
 wait "$SERVE_PID" 2>/dev/null
 
+# --- stop signals: the first waits for the transfer in progress, a second cuts it ------
+port=$(free_port)
+start_serve stop.log --listen tcp://127.0.0.1:$port --protocol chunked --output stop.img --size $SIZE || exit 1
+$PY -c 'import socket, struct, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("<QI", 0, 4096) + b"x" * 4096)
+open(sys.argv[2], "w").close()
+time.sleep(30)' "$port" stop.sender &
+sender=$!
+for i in $(seq 1 200); do [ -e stop.sender ] && break; sleep 0.05; done
+sleep 1  # accepted and reading
+kill -TERM "$SERVE_PID"
+for i in $(seq 1 100); do grep -q "waiting for 1 in progress" stop.log && break; sleep 0.05; done
+first_ok=false
+kill -0 "$SERVE_PID" 2>/dev/null && grep -q "waiting for 1 in progress to finish (signal again to abort)" stop.log &&
+  first_ok=true
+kill -TERM "$SERVE_PID"
+status=0
+wait "$SERVE_PID" || status=$?
+kill "$sender" 2>/dev/null
+if $first_ok && [ $status -eq 1 ] &&
+    grep -q "aborted by a second stop signal after 4108 bytes; stop.img is incomplete" stop.log; then
+  pass "SIGTERM waits for the transfer in progress and says so; a second aborts it (exit 1)"
+else
+  fail "stop signals: first_ok=$first_ok, exit $status, $(cat stop.log)"
+fi
+
 # --- --once: a bad stream is the exit status -------------------------------------
 port=$(free_port)
 start_serve once.log --listen tcp://127.0.0.1:$port --protocol chunked --output out.img --once || exit 1
