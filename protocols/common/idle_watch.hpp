@@ -16,8 +16,8 @@ namespace sluice {
 
 class IdleWatch {
  public:
-  // Every `limit` at least one more byte must have arrived through the reader;
-  // if not, the stream's reads are stopped (they see its end, which the receiver then
+  // When no byte has arrived through the reader for `limit` (timed from the last
+  // arrival), the stream's reads are stopped (they see its end, which the receiver then
   // reports as a truncated transfer) and expired() says why. A zero limit watches
   // nothing.
   IdleWatch(executor ex, StreamReader& reader, std::chrono::seconds limit);

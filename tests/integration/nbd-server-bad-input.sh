@@ -193,7 +193,10 @@ fi
 # Probes that connect and hang up before choosing an export (a health check) end
 # their sessions as a clean close does: nothing in the log. A hang-up with the
 # greeting unread used to be logged as a reset, one before it went out as EPIPE.
-lines_before=$(wc -l <"$WORK/server.log")
+# Refusals under --max-connections 3 are not the probes' doing but the limit's: a
+# sanitizer build frees a slot more slowly than the probes come, and says so.
+probe_lines() { grep -vc "refused a connection" "$WORK/server.log" || true; }
+lines_before=$(probe_lines)
 python3 - "$SOCK" <<'PY' || die "probes"
 import socket, struct, sys, time, rawnbd
 for i in range(5):
@@ -207,9 +210,9 @@ for i in range(5):
     s.close()  # after the client flags, before any option
 time.sleep(0.5)
 PY
-lines_after=$(wc -l <"$WORK/server.log")
+lines_after=$(probe_lines)
 [ "$lines_after" -eq "$lines_before" ] ||
-  die "probes that hung up were logged: $(tail -n +$((lines_before + 1)) "$WORK/server.log")"
+  die "probes that hung up were logged: $(grep -v "refused a connection" "$WORK/server.log" | tail -n +$((lines_before + 1)))"
 pass "15 probes that hung up in the handshake left the log alone"
 grep -q 'refused a connection' "$WORK/server.log" || die "the refusal was not reported"
 grep -q 'dropped: no export chosen within 2 s' "$WORK/server.log" || die "the handshake timeout was not reported"
