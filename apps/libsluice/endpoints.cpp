@@ -50,6 +50,13 @@ tl::unexpected<Error> another_machine(std::string_view text) {
 
 }  // namespace
 
+bool uses_tls(std::string_view text) {
+  if (!names_uri(text)) return false;
+  auto uri = parse_uri(text);
+  if (!uri) return false;
+  return uri->scheme == "tls" || uri->scheme == "https" || uri->scheme == "nbds" || uri->scheme == "nbds+unix";
+}
+
 Status check_source(std::string_view text, const EndpointOptions& options) {
   if (!local_path(text).empty()) return {};
   auto uri = parse_uri(text);

@@ -34,6 +34,10 @@ awaitable<Result<std::unique_ptr<Destination>>> open_destination(std::string_vie
                                                                  std::uint64_t size,
                                                                  const EndpointOptions& options);
 
+// True when opening `uri` negotiates TLS (tls://, https://, nbds://, nbds+unix://):
+// where the TLS options (EndpointOptions::tls) take effect.
+bool uses_tls(std::string_view uri);
+
 // For a local file endpoint, its path; empty for anything else.
 std::string local_path(std::string_view uri);
 

@@ -172,6 +172,7 @@ int copy_command(int argc, char** argv) {
   if (Status ok = check_source(request.source, request.endpoints); !ok) throw UsageError(ok.error().message);
   if (Status ok = check_destination(request.destination, request.endpoints); !ok)
     throw UsageError(ok.error().message);
+  check_tls_flags_used(request.endpoints, {request.source, request.destination});
   request.endpoints.notice = [](const std::string& note) {
     std::fprintf(stderr, "sluice: note: %s\n", printable(note).c_str());
   };

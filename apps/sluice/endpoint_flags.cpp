@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "apps/libsluice/endpoints.hpp"
 #include "apps/sluice/option_values.hpp"
 #include "apps/sluice/usage_error.hpp"
 
@@ -109,6 +110,19 @@ bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& option
       return true;
     default: return false;
   }
+}
+
+void check_tls_flags_used(const EndpointOptions& options, std::initializer_list<std::string_view> uris) {
+  const TlsOptions& tls = options.tls;
+  const TlsOptions defaults;
+  const bool given = !tls.ca_file.empty() || !tls.certificate.empty() || !tls.private_key.empty() ||
+                     tls.verify_peer != defaults.verify_peer || !tls.hostname.empty() || !tls.psk_file.empty() ||
+                     !tls.ciphers.empty() || !tls.ciphersuites.empty() || tls.tls12_only;
+  if (!given) return;
+  for (std::string_view uri : uris)
+    if (uses_tls(uri)) return;
+  throw UsageError("the --tls-* options are for tls://, https://, nbds:// and nbds+unix:// endpoints; none is "
+                   "given, so nothing would be encrypted");
 }
 
 }  // namespace sluice::cli

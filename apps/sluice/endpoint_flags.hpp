@@ -5,6 +5,8 @@
 
 #include <getopt.h>
 
+#include <initializer_list>
+#include <string_view>
 #include <vector>
 
 #include "apps/libsluice/endpoint_options.hpp"
@@ -19,6 +21,10 @@ const std::vector<struct option>& endpoint_flags();
 
 // Applies option `code` with `argument`; false when the code is not one of these.
 bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& options);
+
+// Refuses TLS options when no endpoint in `uris` uses TLS (UsageError): they would
+// be ignored, and a user who gave --tls-ca to a tcp:// URI believes the link encrypted.
+void check_tls_flags_used(const EndpointOptions& options, std::initializer_list<std::string_view> uris);
 
 // The options' help text, one per line, indented like the commands' own.
 extern const char* const endpoint_flags_help;

@@ -93,6 +93,7 @@ int info_command(int argc, char** argv) {
   const std::string uri = argv[optind];
   if (uri.empty()) throw UsageError("SOURCE must not be empty");
   if (Status ok = check_source(uri, endpoints); !ok) throw UsageError(ok.error().message);
+  check_tls_flags_used(endpoints, {uri});
 
   asio::io_context context(1);
   std::optional<Result<ImageInfo>> result;

@@ -79,6 +79,16 @@ enum Option {
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
 
+// Whatever adjusts TLS without saying who we are (certificate or PSK).
+bool tls_tuning_given(const TlsOptions& tls) {
+  return !tls.private_key.empty() || !tls.ca_file.empty() || !tls.ciphers.empty() || !tls.ciphersuites.empty() ||
+         tls.tls12_only;
+}
+
+bool tls_options_given(const TlsOptions& tls) {
+  return !tls.certificate.empty() || !tls.psk_file.empty() || tls_tuning_given(tls);
+}
+
 ServeOptions parse(int argc, char** argv) {
   static const struct option options[] = {
       {"listen", required_argument, nullptr, opt_listen},
@@ -110,6 +120,7 @@ ServeOptions parse(int argc, char** argv) {
   };
   ServeOptions o;
   bool max_connections_given = false;
+  bool idle_timeout_given = false;
   begin_option_scan();
   int c;
   while ((c = getopt_long(argc, argv, short_options, options, nullptr)) != -1) {
@@ -166,7 +177,10 @@ ServeOptions parse(int argc, char** argv) {
         o.threads = static_cast<std::size_t>(n);
         break;
       }
-      case opt_idle_timeout: o.idle_timeout = seconds_argument("idle-timeout", optarg); break;
+      case opt_idle_timeout:
+        o.idle_timeout = seconds_argument("idle-timeout", optarg);
+        idle_timeout_given = true;
+        break;
       case opt_handshake_timeout: {
         auto n = seconds_argument("handshake-timeout", optarg);
         if (n.count() == 0) throw UsageError("--handshake-timeout must be at least 1 second");
@@ -191,12 +205,26 @@ ServeOptions parse(int argc, char** argv) {
   }
   if (optind != argc) throw UsageError(std::string("unexpected argument '") + argv[optind] + "'");
   if (o.listen.empty()) throw UsageError("serve needs --listen URI");
+  // An option the chosen protocol has no use for is refused rather than ignored: a
+  // --size or --tls-ca that silently does nothing leaves the operator believing in a
+  // check or an encryption that is not there.
   if (o.protocol == "nbd") {
     if (o.exports.empty()) throw UsageError("--protocol nbd needs at least one --export NAME=PATH");
     if (!o.output.empty() || o.http) throw UsageError("--output and --http are for chunked and raw");
+    if (o.size) throw UsageError("--size is for chunked and raw: an NBD export has its file's size");
+    if (o.progress) throw UsageError("--progress is for chunked and raw");
+    if (idle_timeout_given) throw UsageError("--idle-timeout is for chunked and raw");
+    const bool credentials = !o.tls.certificate.empty() || !o.tls.psk_file.empty();
+    if (!credentials && tls_tuning_given(o.tls))
+      throw UsageError("--tls-key, --tls-ca, --tls-ciphers, --tls-ciphersuites and --tls12 shape TLS, which needs "
+                       "--tls-cert or --tls-psk-file");
   } else {
     if (o.output.empty()) throw UsageError("--protocol " + o.protocol + " needs --output PATH");
     if (!o.exports.empty()) throw UsageError("--export is for --protocol nbd");
+    if (o.read_only) throw UsageError("--read-only is for --protocol nbd");
+    if (!o.tls_mode.empty())
+      throw UsageError("--tls=" + o.tls_mode + " is NBD's STARTTLS policy: chunked and raw are encrypted by "
+                       "listening on tls://");
     if (o.output == "null:" && o.direct) throw UsageError("--direct is for a file or block device, not null:");
     if (o.size && *o.size == 0) throw UsageError("--size must not be 0");
     if (o.output == "null:" && !o.size)
@@ -231,9 +259,13 @@ int serve_command(int argc, char** argv) {
   loop_options.max_connections = options.max_connections;
   loop_options.stream = options.stream;
   loop_options.handshake_timeout = options.handshake_timeout;
+  if (options.protocol != "nbd" && !where->tls && tls_options_given(options.tls))
+    throw UsageError("the --tls-* options need a tls:// listener: " + options.listen + " is plaintext");
   if (where->tls) {
     if (options.protocol == "nbd")
       throw UsageError("NBD negotiates TLS itself (STARTTLS): listen on tcp:// with --tls-cert/--tls-key");
+    if (options.tls.certificate.empty() && options.tls.psk_file.empty())
+      throw UsageError("a tls:// listener needs --tls-cert and --tls-key, or --tls-psk-file");
     auto tls = TlsContext::create(TlsRole::server, options.tls);
     if (!tls) {
       std::fprintf(stderr, "sluice: %s\n", printable(tls.error().message).c_str());

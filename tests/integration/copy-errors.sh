@@ -79,6 +79,27 @@ expect_usage "'file://otherhost$scratch/never' names a file on another machine" 
 expect_usage "the path '/a b' has spaces or control characters" copy "$scratch/src" "http://127.0.0.1:1/a b"
 expect_usage "--size must not be 0" serve --listen "unix://$scratch/never.sock" --output "$scratch/never" --size 0
 expect_usage "--output null: keeps nothing and so has no size" serve --listen "unix://$scratch/never.sock" --output null:
+
+log "options the endpoints would ignore: usage errors, not a silently plaintext link"
+# TLS options with no TLS endpoint used to be dropped without a word: the copy ran in
+# plain text while the user believed it verified and encrypted.
+expect_usage "the --tls-* options are for tls://, https://, nbds:// and nbds+unix:// endpoints; none is given" \
+  copy --tls-ca "$scratch/src" "$scratch/src" tcp://127.0.0.1:1
+expect_usage "none is given, so nothing would be encrypted" copy --tls-no-verify "$scratch/src" nbd://127.0.0.1:1/x
+expect_usage "none is given, so nothing would be encrypted" info --tls12 nbd://127.0.0.1:1/x
+serve=(serve --listen "unix://$scratch/never.sock")
+expect_usage "the --tls-* options need a tls:// listener: unix://$scratch/never.sock is plaintext" \
+  "${serve[@]}" --output "$scratch/never" --size 1M --tls-cert "$scratch/src"
+expect_usage "a tls:// listener needs --tls-cert and --tls-key, or --tls-psk-file" \
+  serve --listen tls://127.0.0.1:1 --output "$scratch/never" --size 1M
+expect_usage "--tls=off is NBD's STARTTLS policy" "${serve[@]}" --output "$scratch/never" --size 1M --tls=off
+expect_usage "--read-only is for --protocol nbd" "${serve[@]}" --output "$scratch/never" --size 1M --read-only
+expect_usage "--size is for chunked and raw" "${serve[@]}" --protocol nbd --export "d=$scratch/src" --size 1M
+expect_usage "--progress is for chunked and raw" "${serve[@]}" --protocol nbd --export "d=$scratch/src" --progress
+expect_usage "--idle-timeout is for chunked and raw" \
+  "${serve[@]}" --protocol nbd --export "d=$scratch/src" --idle-timeout 5
+expect_usage "shape TLS, which needs --tls-cert or --tls-psk-file" \
+  "${serve[@]}" --protocol nbd --export "d=$scratch/src" --tls-ca "$scratch/src"
 [[ ! -e $scratch/never.sock ]] || fail "a refused serve listened"
 # Past what the clock can add, a deadline fired at once ("stalled for ... seconds").
 expect_usage "--timeout: '9223372036854' is too large (at most 3153600000 seconds)" \
