@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 
 #include "storage/fallocate_outcome.hpp"
 #include "storage/image_file.hpp"
@@ -28,6 +29,10 @@ constexpr std::size_t zero_chunk = 1u << 20;
 // RLIMIT_FSIZE (`ulimit -f`): a write past it fails with EFBIG (SIGXFSZ is ignored by
 // the CLI); known before the copy, it is refused before anything is touched.
 Status fits_file_size_limit(const std::string& path, std::uint64_t size) {
+  // Beyond off_t, ftruncate sees a negative size and says only "Invalid argument".
+  if (size > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()))
+    return fail(std::errc::file_too_large,
+                path + ": the image (" + std::to_string(size) + " bytes) is larger than any file can be");
   struct rlimit limit {};
   if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || size <= limit.rlim_cur)
     return Status{};
@@ -62,6 +67,7 @@ Result<std::unique_ptr<FileDestination>> FileDestination::open(executor ex, cons
                   path + ": the device (" + std::to_string(info->size) +
                       " bytes) is smaller than the source (" + std::to_string(size) + " bytes)");
   } else if (options.keep_contents) {
+    if (Status fits = fits_file_size_limit(path, size); !fits) return tl::unexpected(fits.error());
     if (info->size < size && ::ftruncate(fd.get(), static_cast<off_t>(size)) != 0)
       return fail(errno_code(errno), path + ": cannot extend to " + std::to_string(size) +
                                          " bytes: " + errno_code(errno).message());

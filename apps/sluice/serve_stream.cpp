@@ -159,18 +159,13 @@ Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& optio
     return fail(std::errc::invalid_argument, "--protocol " + options.protocol + " is not a stream protocol");
   // Check the output up front, so a misconfigured server fails at start, not on the
   // first connection.
-  if (auto size = image_size(options); !size) return tl::unexpected(size.error());
-  if (options.output != null_output) {
-    // Writable, and a file or a device (created if missing, as the first transfer
-    // would create it): not a directory or a read-only file found by every sender.
-    auto writable = open_image_file(options.output, O_WRONLY | O_CREAT, 0644);
-    if (!writable) return tl::unexpected(writable.error());
-    auto kind = inspect_image_file(writable->get(), options.output);
-    if (!kind) return tl::unexpected(kind.error());
-    if (kind->block_device) {
-      if (auto claimed = claim_block_device(options.output, O_WRONLY); !claimed) return tl::unexpected(claimed.error());
-    }
-  }
+  auto size = image_size(options);
+  if (!size) return tl::unexpected(size.error());
+  // Opened as every transfer opens it: writable, a file or a device, and able to hold
+  // --size (a file is created and grown to it, as the first transfer would; a device
+  // must be that large). A directory, a read-only file, or a size the filesystem
+  // cannot have (--size 8E) is then found at start, not by every sender.
+  if (auto output = open_output(ex, options, *size); !output) return tl::unexpected(output.error());
   auto shared = std::make_shared<const ServeOptions>(options);
   auto live = std::make_shared<LiveTransfers>();
   ServeService service;
