@@ -166,6 +166,14 @@ awaitable<Result<std::size_t>> SocketStream::read_some(std::span<std::byte> into
   co_return n;
 }
 
+awaitable<Result<std::size_t>> SocketStream::peek_some(std::span<std::byte> into) {
+  auto [ec, n] = co_await socket_.async_receive(asio::buffer(into.data(), into.size()),
+                                                asio::socket_base::message_peek, use_nothrow);
+  if (ec == asio::error::eof) co_return std::size_t{0};
+  if (ec) co_return fail(ec, "receiving from " + peer_ + ": " + ec.message());
+  co_return n;
+}
+
 awaitable<Status> SocketStream::close() {
   stats_.tcp_segments = tcp_data_segments_sent(socket_.native_handle());
   asio::error_code ec;

@@ -21,6 +21,7 @@ class SocketStream final : public Stream {
 
   awaitable<Status> read_exactly(std::span<std::byte> into) override;
   awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) override;
+  awaitable<Result<std::size_t>> peek_some(std::span<std::byte> into) override;
   awaitable<Status> close() override;
   void abort() override;
   void reset() override;

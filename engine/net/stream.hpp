@@ -73,6 +73,13 @@ class Stream {
   virtual awaitable<Status> read_exactly(std::span<std::byte> into) = 0;
   // Reads what is available (at least one byte); 0 means the peer closed cleanly.
   virtual awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) = 0;
+  // Waits for input and copies what has arrived without taking it: the next read
+  // returns it again. 0 at the end of the stream, and always where the stream cannot
+  // look ahead (TLS, whose bytes must go through the decryption).
+  virtual awaitable<Result<std::size_t>> peek_some(std::span<std::byte> into) {
+    (void)into;
+    co_return std::size_t{0};
+  }
 
   // Ends the stream cleanly (TLS close_notify, shutdown of the write side) and closes
   // it. Call it once every send() has completed: frames still queued are not sent.

@@ -147,7 +147,9 @@ awaitable<Status> TlsStream::run_handshake(const std::string& hostname) {
     }
     int error = SSL_get_error(ssl_, ret);
     if (error == SSL_ERROR_WANT_READ) {
-      if (Status s = co_await receive_ciphertext(); !s) co_return s;
+      if (Status s = co_await receive_ciphertext(); !s)
+        co_return fail(s.error().code, "TLS handshake with " + peer_ + " failed: " + s.error().message +
+                                           " (the peer may have refused our certificate or does not speak TLS)");
       if (peer_closed_ && in_begin_ == in_end_)
         co_return fail(std::errc::connection_reset,
                        "TLS handshake with " + peer_ + " failed: the peer closed the connection" +
@@ -169,9 +171,19 @@ Error TlsStream::tls_error(const std::string& what, int ret) {
     message += ": certificate verification failed: ";
     message += X509_verify_cert_error_string(verify);
   }
+  // Bytes that are not TLS records where the peer's first ones belong: it speaks
+  // something else (a plaintext listener answering in its own protocol).
+  const int reason = ERR_GET_REASON(ERR_peek_error());
+  const bool not_tls = !SSL_is_init_finished(ssl_) &&
+                       (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+                        reason == SSL_R_HTTP_REQUEST || reason == SSL_R_HTTPS_PROXY_REQUEST);
   std::string detail = openssl_errors();
   if (!detail.empty()) message += ": " + detail;
   else message += " (SSL error " + std::to_string(SSL_get_error(ssl_, ret)) + ")";
+  if (not_tls)
+    message += context_->role() == TlsRole::client
+                   ? " (the peer does not speak TLS here: a plaintext listener?)"
+                   : " (the client does not speak TLS: it must send to tls:// or https://)";
   return Error{std::make_error_code(std::errc::protocol_error), message};
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "protocols/chunked/chunk_header.hpp"
+#include "protocols/common/tls_sniff.hpp"
 
 namespace sluice {
 
@@ -60,6 +61,8 @@ awaitable<Result<ReceiveResult>> receive_chunked(StreamReader& reader, Destinati
     auto header = decode_chunk_header(bytes, limits);
     if (!header) {
       failure = tl::unexpected(header.error());
+      if (at == 0 && !reader.stream().is_tls() && starts_with_tls_client_hello(bytes))
+        failure = fail(std::errc::protocol_error, tls_on_plaintext_listener("tcp://"));
       break;
     }
     if (header->is_terminator()) break;

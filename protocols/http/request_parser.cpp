@@ -1,6 +1,9 @@
 #include "protocols/http/request_parser.hpp"
 
 #include <algorithm>
+#include <span>
+
+#include "protocols/common/tls_sniff.hpp"
 
 namespace sluice {
 
@@ -79,9 +82,12 @@ Result<std::size_t> HttpRequestParser::feed(std::string_view bytes) {
   if (failure_) return tl::unexpected(*failure_);
   if (done()) return 0;
   auto taken = reader_.feed(bytes);
-  if (cannot_start_request(reader_.buffered()))
+  if (cannot_start_request(reader_.buffered())) {
+    if (starts_with_tls_client_hello(std::as_bytes(std::span(reader_.buffered()))))
+      return record(fail(std::errc::protocol_error, tls_on_plaintext_listener("http://")));
     return record(fail(std::errc::protocol_error, "the client did not send an HTTP request: it sent '" +
                                                       quote_for_message(reader_.buffered(), 16) + "'"));
+  }
   if (!taken) return record(tl::unexpected(taken.error()));
   if (!reader_.complete()) return taken;
 

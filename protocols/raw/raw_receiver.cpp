@@ -1,14 +1,26 @@
 #include "protocols/raw/raw_receiver.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 
+#include "protocols/common/tls_sniff.hpp"
 #include "protocols/common/trailing_bytes.hpp"
 
 namespace sluice {
 
 awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& destination,
                                              const ReceiveOptions& options) {
+  // Raw bytes have no header to check, so a TLS client sent here by mistake would have
+  // its hello written over the start of the disk: look at the first bytes without
+  // taking them (a zero-copy receive then still splices from the stream's start).
+  if (!reader.stream().is_tls() && reader.buffered() == 0 && options.image_size >= 9) {
+    std::array<std::byte, 9> first{};
+    auto n = co_await reader.stream().peek_some(first);
+    if (!n) co_return tl::unexpected(n.error());
+    if (starts_with_tls_client_hello(std::span(first).first(*n)))
+      co_return fail(std::errc::protocol_error, tls_on_plaintext_listener("tcp://") + "; nothing was written");
+  }
   ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, reader);
   const std::uint64_t size = options.image_size;
   std::uint64_t offset = 0;

@@ -114,4 +114,43 @@ for case in image.img:1 half.img:0; do
   fi
   [ "$want" = 0 ] || grep -q "carries more than the image's" raw.log || fail "raw over TLS: no clear error: $(cat raw.log)"
 done
+
+# TLS on one end only: both logs name the mismatch, and the output keeps its bytes (a
+# plaintext raw receiver used to write the ClientHello over the start of the disk and
+# wait out --idle-timeout; a Chunked one reported an absurd chunk offset).
+cp image.img kept.img
+cp image.img kept.orig
+mismatch() {  # mismatch NAME SERVE-LOG-TEXT COPY-LOG-TEXT SERVE-ARGS... -- COPY-ARGS...
+  local name=$1 serve_text=$2 copy_text=$3 serve_args=() copy_args=()
+  shift 3
+  while [ "$1" != -- ]; do serve_args+=("$1"); shift; done
+  shift
+  copy_args=("$@")
+  port=$(free_port)
+  start_serve mismatch.log --listen "${serve_args[0]}$port" "${serve_args[@]:1}" --output kept.img --once \
+    --idle-timeout 60 || exit 1
+  local copy_status=0 serve_status=0
+  timeout 30 "$SLUICE" copy "${copy_args[@]}" image.img "$DEST$port$DEST_PATH" 2>mismatch-copy.log || copy_status=$?
+  # --idle-timeout bounds the wait: a receiver that missed the mismatch waits for data.
+  wait "$SERVE_PID" || serve_status=$?
+  [ "$copy_status" = 1 ] && [ "$serve_status" = 1 ] ||
+    fail "$name: copy exit $copy_status, serve exit $serve_status: $(cat mismatch-copy.log) / $(cat mismatch.log)"
+  grep -qF -- "$serve_text" mismatch.log || fail "$name: serve's log lacks '$serve_text': $(cat mismatch.log)"
+  grep -qF -- "$copy_text" mismatch-copy.log || fail "$name: the sender's lacks '$copy_text': $(cat mismatch-copy.log)"
+  cmp -s kept.img kept.orig || fail "$name: the output was changed"
+  pass "$name: $(cat mismatch.log) / $(cat mismatch-copy.log)"
+}
+plain_hello="the sender speaks TLS (it sent a TLS ClientHello), but this listener is plaintext"
+DEST=tls://127.0.0.1: DEST_PATH=
+mismatch "TLS sender, plaintext Chunked receiver" "$plain_hello: listen on tls:// with a certificate, or send to tcp://" \
+  "(the peer may have refused our certificate or does not speak TLS)" tcp://127.0.0.1: --size 16M -- --tls-no-verify
+mismatch "TLS sender, plaintext raw receiver" "$plain_hello: listen on tls:// with a certificate, or send to tcp://; nothing was written" \
+  "TLS handshake with" tcp://127.0.0.1: --protocol raw --size 16M -- --protocol raw --tls-no-verify
+DEST=https://127.0.0.1: DEST_PATH=/import
+mismatch "HTTPS sender, plain HTTP receiver" "$plain_hello: listen on tls:// with a certificate, or send to http://" \
+  "wrong version number (the peer does not speak TLS here: a plaintext listener?)" \
+  tcp://127.0.0.1: --http --size 16M -- --tls-no-verify
+DEST=tcp://127.0.0.1: DEST_PATH=
+mismatch "plaintext sender, TLS receiver" "(the client does not speak TLS: it must send to tls:// or https://)" \
+  "the receiver closed the connection" tls://127.0.0.1: --size 16M "${SERVER[@]}" -- --protocol chunked
 finish

@@ -9,8 +9,9 @@
 make_certs certs
 make_image sparse.img $((9 * 1024 * 1024 + 777)) sparse
 make_image dense.img $((5 * 1024 * 1024))
-TLS_SERVER=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
-TLS_CLIENT=(--tls-ca certs/ca-cert.pem)
+# Given only where TLS is spoken: on a plaintext transport they are a usage error.
+TLS_SERVER_OPTIONS=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
+TLS_CLIENT_OPTIONS=(--tls-ca certs/ca-cert.pem)
 
 garbage() {  # garbage PATH SIZE
   $PY -c 'import sys; open(sys.argv[1],"wb").write(b"\xff" * int(sys.argv[2]))' "$1" "$2"
@@ -28,6 +29,10 @@ run_case() {  # run_case TRANSPORT PROTOCOL IMAGE PREZEROED
     http) listen=tcp://127.0.0.1:$port dest="http://127.0.0.1:$port/import_raw_vdi?vdi=OpaqueRef:1&session_id=s" http=(--http) ;;
     https) listen=tls://127.0.0.1:$port dest="https://localhost:$port/import_raw_vdi?vdi=x" http=(--http) ;;
   esac
+  TLS_SERVER=() TLS_CLIENT=()
+  if [ "$transport" = tls ] || [ "$transport" = https ]; then
+    TLS_SERVER=("${TLS_SERVER_OPTIONS[@]}") TLS_CLIENT=("${TLS_CLIENT_OPTIONS[@]}")
+  fi
   rm -f out.img "$WORK/s.sock"
   if [ "$prezeroed" = yes ]; then
     serve_size=(--size "$size")  # a fresh output: it reads as zeros
