@@ -6,6 +6,7 @@
 
 #include "engine/net/socket_stream.hpp"
 #include "engine/net/tls_stream.hpp"
+#include "engine/printable.hpp"
 #include "protocols/nbd/handshake_messages.hpp"
 
 namespace sluice::nbd {
@@ -98,7 +99,7 @@ awaitable<Status> answer_meta_context(State& s, Option option, std::span<const s
   if (!request) co_return co_await reply(s, option, OptionReplyType::err_invalid, request.error().message);
   if (!find_export(s.config, request->export_name))
     co_return co_await reply(s, option, OptionReplyType::err_unknown,
-                             "no export named '" + request->export_name + "'");
+                             "no export named '" + printable(request->export_name) + "'");
   if (selects_allocation(*request, listing)) {
     auto context = encode_meta_context_reply(option, listing ? 0 : allocation_id, base_allocation_context);
     if (Status sent = co_await send(s, *context); !sent) co_return sent;
@@ -220,7 +221,9 @@ awaitable<Result<Step>> handle_option(State& s, const OptionHeader& header, std:
       }
       const ServerExport* e = find_export(config, request->export_name);
       if (e == nullptr) {
-        status = co_await reply(s, option, OptionReplyType::err_unknown, "no export named '" + request->export_name + "'");
+        // The name as UTF-8, which the spec asks of error strings; a client may send any bytes.
+        status = co_await reply(s, option, OptionReplyType::err_unknown,
+                                "no export named '" + printable(request->export_name) + "'");
         break;
       }
       Negotiated n = outcome(s, *e, request->export_name);
