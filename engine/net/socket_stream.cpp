@@ -37,7 +37,14 @@ std::string describe_peer(Socket& socket) {
       auto* un = reinterpret_cast<const sockaddr_un*>(sa);
       std::size_t len = endpoint.size() > offsetof(sockaddr_un, sun_path) ? endpoint.size() - offsetof(sockaddr_un, sun_path) : 0;
       std::string path(un->sun_path, strnlen(un->sun_path, len));
-      return "unix " + (path.empty() ? std::string("socket") : path);
+      if (!path.empty()) return "unix " + path;
+      // An accepted connection's peer has no name: its process tells one client from
+      // another in a server's log.
+      ucred cred{};
+      socklen_t cred_size = sizeof cred;
+      if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &cred_size) == 0 && cred.pid > 0)
+        return "unix socket (pid " + std::to_string(cred.pid) + ", uid " + std::to_string(cred.uid) + ")";
+      return "unix socket";
     }
     default: return "socket";
   }

@@ -177,12 +177,22 @@ PY
 # A client's export name is its own bytes: in the server's log a newline or an escape
 # sequence in it is written as \xNN, so it cannot forge a log line or drive a terminal.
 python3 - "$SOCK" <<'PY' || die "an unknown EXPORT_NAME"
-import sys
+import struct, sys
 import rawnbd
 s = rawnbd.connect_greeted(sys.argv[1])
 rawnbd.option(s, 1, b"nope\nsluice: forged line\x1b[31m")  # EXPORT_NAME
 assert rawnbd.closed(s), "an unknown EXPORT_NAME did not end the connection"
 print("ok: an unknown EXPORT_NAME closes the connection")
+# The error string of a refused GO carries the name as UTF-8, as the spec asks of
+# error strings, whatever bytes the client sent (it used to echo them raw).
+s = rawnbd.connect_greeted(sys.argv[1])
+name = b"\xff\xfebad\xc0\xaf caf\xc3\xa9\n"
+rawnbd.option(s, 7, struct.pack(">I", len(name)) + name + struct.pack(">H", 0))  # GO
+_, rtype, text = rawnbd.option_reply(s)
+assert rtype == 0x80000006, "GO for an unknown export: reply type 0x%x" % rtype  # ERR_UNKNOWN
+message = text.decode("utf-8")  # raises on anything that is not UTF-8
+assert message == "no export named '\\xff\\xfebad\\xc0\\xaf caf\u00e9\\x0a'", message
+print("ok: the unknown export's name comes back as UTF-8: " + message)
 PY
 for i in $(seq 50); do grep -q 'unknown export' "$WORK/server.log" && break; sleep 0.1; done
 grep -qF "client asked for unknown export 'nope\x0asluice: forged line\x1b[31m'" "$WORK/server.log" ||
@@ -219,6 +229,34 @@ grep -q 'dropped: no export chosen within 2 s' "$WORK/server.log" || die "the ha
 kill -0 "$SERVER_PID" || die "the server died"
 stop_server
 pass "the server survived all of it and stopped cleanly"
+
+# A client that resets the connection in the middle of a 32 MiB READ reply, with more
+# READs queued than the server takes at once (its reader waits for room, not on the
+# socket): the log names the client (a Unix one by its process) and says what failed,
+# the send. It said "cancelled": the failed send closed the reader's wait, and the
+# reader's "cancelled" was reported instead.
+: >"$WORK/server.log"
+start_server "unix://$SOCK" --export disk="$WORK/disk.img"
+client_pid=$(python3 - "$SOCK" <<'PY'
+import os, socket, struct, sys
+import rawnbd
+s = rawnbd.connect_go(sys.argv[1], "disk")
+for cookie in range(16):
+    rawnbd.request(s, 0, 0, 32 << 20, cookie=cookie)  # READ
+rawnbd.recv_exactly(s, 65536)  # the reply has started
+s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+s.close()
+print(os.getpid())
+PY
+) || die "the mid-READ reset client"
+for i in $(seq 100); do grep -q "pid $client_pid" "$WORK/server.log" && break; sleep 0.1; done
+line=$(grep "pid $client_pid" "$WORK/server.log") || die "the mid-READ reset was not logged: $(cat "$WORK/server.log")"
+[[ $line == *"unix socket (pid $client_pid, uid $(id -u))"* ]] || die "the client is not named by its process: $line"
+[[ $line != *cancelled* ]] || die "the mid-READ reset was logged as a cancellation: $line"
+[[ $line == *"Broken pipe"* || $line == *"Connection reset by peer"* ]] || die "the log does not say the send failed: $line"
+kill -0 "$SERVER_PID" || die "the server died"
+stop_server
+pass "a reset in the middle of a READ reply: $line"
 
 # Read-only exports refuse every write with EPERM.
 start_server "unix://$SOCK" --export disk="$WORK/disk.img" --read-only

@@ -144,6 +144,10 @@ awaitable<Status> Transmission::run() {
   }
   Status handled = co_await handlers.join();
   grace_.cancel();
+  // A reply that could not be sent (the client went away mid-READ) aborts the stream,
+  // and the read that cuts short reports only the abort: the handler's error says why.
+  if (!reading && reading.error().is_cancellation() && !handled && !handled.error().is_cancellation())
+    co_return handled;
   if (!reading && !(stopping_ && (interrupted_ || reading.error().is_cancellation()))) co_return reading;
   if (!handled && !handled.error().is_cancellation()) co_return handled;
   co_return Status{};
