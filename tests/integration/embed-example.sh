@@ -69,7 +69,10 @@ expect_fail 1 "copy failed: the transfer was cancelled" timeout 30 "$BLOCKING_CO
 assert_le "seconds to stop a cancelled blocking open" $((SECONDS - started)) 10
 started=$SECONDS
 accepted_before=$(cat "$scratch/stall.accepts" 2>/dev/null | wc -l)
-timeout 30 "$SLUICE" copy "nbd://127.0.0.1:$stall_port/" null: 2>"$scratch/int.err" &
+# --foreground: without it timeout passes the SIGINT on twice, to sluice and to its
+# process group, and the second can land after sluice has put the default action back
+# on its way out, ending it by the signal (status 130).
+timeout --foreground 30 "$SLUICE" copy "nbd://127.0.0.1:$stall_port/" null: 2>"$scratch/int.err" &
 copy_pid=$!
 # Once it has connected its handler for SIGINT is in place (a fixed sleep raced the
 # sanitizer build's start); the copy then waits for a greeting that never comes.
