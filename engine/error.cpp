@@ -9,11 +9,15 @@ bool Error::is_cancellation() const {
   return code == std::errc::operation_canceled || code == asio::error::operation_aborted;
 }
 
-bool Error::is_peer_gone() const {
-  // Asio's system category does not compare equal to std::errc: match it by value.
+int errno_of(const std::error_code& code) {
   const bool errno_like = code.category() == std::generic_category() || code.category() == std::system_category() ||
                           code.category() == asio::error::get_system_category();
-  return errno_like && (code.value() == EPIPE || code.value() == ECONNRESET);
+  return errno_like ? code.value() : 0;
+}
+
+bool Error::is_peer_gone() const {
+  const int value = errno_of(code);
+  return value == EPIPE || value == ECONNRESET;
 }
 
 tl::unexpected<Error> fail(std::error_code code, std::string message) {

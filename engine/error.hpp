@@ -24,6 +24,11 @@ struct Error {
   bool is_peer_gone() const;
 };
 
+// The errno value `code` carries, from whichever category holds errno values (the
+// generic and system ones, and Asio's, which does not compare equal to std::errc);
+// 0 for any other category.
+int errno_of(const std::error_code& code);
+
 template <class T>
 using Result = tl::expected<T, Error>;
 

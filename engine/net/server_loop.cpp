@@ -80,9 +80,7 @@ awaitable<Status> ServerLoop::run() {
 }
 
 bool ServerLoop::is_transient_accept_error(const asio::error_code& ec) {
-  // By value: Asio's system category does not compare equal to std::errc here.
-  if (ec.category() != asio::error::get_system_category()) return false;
-  switch (ec.value()) {
+  switch (errno_of(ec)) {
     case EMFILE:
     case ENFILE:
     case ENOBUFS:

@@ -25,3 +25,13 @@ TEST_CASE("Error::is_cancellation") {
   CHECK(Error{asio::error::operation_aborted, ""}.is_cancellation());
   CHECK_FALSE(Error{std::make_error_code(std::errc::broken_pipe), ""}.is_cancellation());
 }
+
+TEST_CASE("errno_of: the errno value from every category that holds one, 0 from others") {
+  using sluice::errno_of;
+  CHECK(errno_of(std::make_error_code(std::errc::too_many_files_open)) == EMFILE);
+  CHECK(errno_of(std::error_code(ENFILE, std::system_category())) == ENFILE);
+  CHECK(errno_of(asio::error_code(ENOBUFS, asio::error::get_system_category())) == ENOBUFS);
+  CHECK(errno_of(asio::error::no_memory) == ENOMEM);
+  CHECK(errno_of(asio::error::eof) == 0);  // misc category, value 2 (not ENOENT)
+  CHECK(errno_of(std::error_code()) == 0);
+}
