@@ -2,8 +2,10 @@
 
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "engine/net/hard_close.hpp"
@@ -229,7 +231,37 @@ awaitable<Status> TlsStream::flush(bool more) {
   std::vector<asio::const_buffer> buffers{asio::const_buffer(sending_.data(), sending_.size())};
   Status status = co_await send_all(socket_, std::move(buffers), more, stats_, peer_);
   sending_.clear();
+  // A peer that refuses us after our side of the handshake finished (a missing client
+  // certificate under TLS 1.3) says why in an alert, then closes: our next send fails
+  // with a bare "Broken pipe" unless the alert is read.
+  if (!status && status.error().is_peer_gone()) {
+    if (std::string alert = alert_received(); !alert.empty())
+      co_return fail(status.error().code,
+                     status.error().message + " (the peer ended the TLS session with an alert: " + alert + ")");
+  }
   co_return status;
+}
+
+std::string TlsStream::alert_received() {
+  for (;;) {
+    if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+    if (in_end_ == in_.size()) break;
+    const ssize_t n = ::recv(socket_.native_handle(), in_.data() + in_end_, in_.size() - in_end_, MSG_DONTWAIT);
+    if (n <= 0) break;
+    in_end_ += static_cast<std::size_t>(n);
+  }
+  ERR_clear_error();
+  std::array<std::byte, 512> discard{};  // a one-way sender's peer sends no data worth keeping
+  std::size_t n = 0;
+  if (SSL_read_ex(ssl_, discard.data(), discard.size(), &n) == 1) return {};
+  const unsigned long error = ERR_peek_error();
+  std::string alert;
+  if (ERR_GET_LIB(error) == ERR_LIB_SSL && ERR_GET_REASON(error) >= SSL_AD_REASON_OFFSET) {
+    const char* reason = ERR_reason_error_string(error);
+    alert = reason != nullptr ? reason : "alert " + std::to_string(ERR_GET_REASON(error) - SSL_AD_REASON_OFFSET);
+  }
+  ERR_clear_error();
+  return alert;
 }
 
 awaitable<Status> TlsStream::receive_ciphertext() {

@@ -64,6 +64,9 @@ class TlsStream final : public Stream {
   Status encrypt(std::span<const std::byte> plaintext);
   awaitable<Status> flush(bool more);
   awaitable<Status> receive_ciphertext();
+  // The TLS alert the peer sent before it closed, if it already arrived ("tlsv13 alert
+  // certificate required"); empty if none. Reads without waiting.
+  std::string alert_received();
   Error tls_error(const std::string& what, int ret);
 
   std::shared_ptr<TlsContext> context_;

@@ -3,7 +3,6 @@
 // fail. Say so, so the message points at the receiver's log rather than the network.
 #pragma once
 
-#include <cerrno>
 #include <system_error>
 
 #include "engine/error.hpp"
@@ -13,9 +12,7 @@ namespace sluice {
 inline Status explain_send_failure(Status status) {
   if (status) return status;
   const std::error_code code = status.error().code;
-  // By value: Asio reports socket errors in its own category.
-  if (code.value() == EPIPE || code.value() == ECONNRESET || code == std::errc::broken_pipe ||
-      code == std::errc::connection_reset)
+  if (status.error().is_peer_gone())
     return fail(code, status.error().message +
                           " (the receiver closed the connection: it refused the transfer or failed; its log says why)");
   return status;
