@@ -3,7 +3,6 @@
 #include <getopt.h>
 #include <unistd.h>
 
-#include <asio/signal_set.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -21,6 +20,7 @@
 #include "engine/net/address.hpp"
 #include "engine/net/server_loop.hpp"
 #include "engine/net/socket_file_remover.hpp"
+#include "engine/stop_signals.hpp"
 
 namespace sluice::cli {
 
@@ -252,6 +252,10 @@ int serve_command(int argc, char** argv) {
   auto where = parse_socket_uri(options.listen);
   if (!where) throw UsageError("--listen: " + where.error().message);
 
+  // Until the handler is in place, a stop signal waits rather than killing the server
+  // half set up; the loop threads started meanwhile keep them blocked, so the main
+  // thread is the one that takes them.
+  hold_stop_signals();
   asio::io_context context(1);
   auto ex = context.get_executor();
   ServerLoopOptions loop_options;
@@ -321,36 +325,33 @@ int serve_command(int argc, char** argv) {
 
   // The first SIGTERM or SIGINT stops accepting and lets what is in flight finish; a
   // transfer can take as long as its image, so a second one cuts it short.
-  asio::signal_set signals(context, SIGINT, SIGTERM);
-  bool stopping = false;
   bool aborted = false;
   const bool can_abort = !aborts.empty() && static_cast<bool>(aborts.front());
-  std::function<void(const asio::error_code&, int)> on_signal = [&](const asio::error_code& ec, int) {
-    if (ec) return;
-    if (!stopping) {
-      stopping = true;
-      loop.stop();
-      // Each service winds down on its own loop's thread.
-      for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], stops[i]);
-      if (loop.active() > 0 && can_abort)
-        std::fprintf(stderr, "sluice: stopping: no new connections; waiting for %zu in progress to finish (signal "
-                             "again to abort)\n", loop.active());
-    } else if (can_abort && loop.active() > 0) {
-      aborted = true;
-      std::fputs("sluice: aborting the transfers in progress\n", stderr);
-      for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], aborts[i]);
-    }
-    signals.async_wait(on_signal);
+  auto stop = [&] {
+    loop.stop();
+    // Each service winds down on its own loop's thread.
+    for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], stops[i]);
+    if (loop.active() > 0 && can_abort)
+      std::fprintf(stderr, "sluice: stopping: no new connections; waiting for %zu in progress to finish (signal "
+                           "again to abort)\n", loop.active());
   };
-  signals.async_wait(on_signal);
+  auto cut_short = [&] {
+    if (!can_abort || loop.active() == 0) return;
+    aborted = true;
+    std::fputs("sluice: aborting the transfers in progress\n", stderr);
+    for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], aborts[i]);
+  };
+  StopSignals signals(ex, stop, cut_short);
+  release_stop_signals();
 
   std::optional<Status> result;
   asio::co_spawn(context, loop.run(), [&](std::exception_ptr error, Status status) {
     result = error ? fail(std::errc::io_error, "internal error in the server") : std::move(status);
-    signals.cancel();
+    signals.finish();
   });
   context.run();
   extra_loops.stop();
+  hold_stop_signals();  // finished: the exit status is decided
   if (!result || !*result) {
     std::fprintf(stderr, "sluice: %s\n",
                  printable(result ? (*result).error().message : "the server did not finish").c_str());
