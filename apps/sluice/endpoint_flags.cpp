@@ -113,12 +113,7 @@ bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& option
 }
 
 void check_tls_flags_used(const EndpointOptions& options, std::initializer_list<std::string_view> uris) {
-  const TlsOptions& tls = options.tls;
-  const TlsOptions defaults;
-  const bool given = !tls.ca_file.empty() || !tls.certificate.empty() || !tls.private_key.empty() ||
-                     tls.verify_peer != defaults.verify_peer || !tls.hostname.empty() || !tls.psk_file.empty() ||
-                     !tls.ciphers.empty() || !tls.ciphersuites.empty() || tls.tls12_only;
-  if (!given) return;
+  if (options.tls == TlsOptions{}) return;
   for (std::string_view uri : uris)
     if (uses_tls(uri)) return;
   throw UsageError("the --tls-* options are for tls://, https://, nbds:// and nbds+unix:// endpoints; none is "

@@ -80,13 +80,10 @@ enum Option {
 };
 
 // Whatever adjusts TLS without saying who we are (certificate or PSK).
-bool tls_tuning_given(const TlsOptions& tls) {
-  return !tls.private_key.empty() || !tls.ca_file.empty() || !tls.ciphers.empty() || !tls.ciphersuites.empty() ||
-         tls.tls12_only;
-}
-
-bool tls_options_given(const TlsOptions& tls) {
-  return !tls.certificate.empty() || !tls.psk_file.empty() || tls_tuning_given(tls);
+bool tls_tuning_given(TlsOptions tls) {
+  tls.certificate.clear();
+  tls.psk_file.clear();
+  return tls != TlsOptions{};
 }
 
 ServeOptions parse(int argc, char** argv) {
@@ -263,7 +260,7 @@ int serve_command(int argc, char** argv) {
   loop_options.max_connections = options.max_connections;
   loop_options.stream = options.stream;
   loop_options.handshake_timeout = options.handshake_timeout;
-  if (options.protocol != "nbd" && !where->tls && tls_options_given(options.tls))
+  if (options.protocol != "nbd" && !where->tls && options.tls != TlsOptions{})
     throw UsageError("the --tls-* options need a tls:// listener: " + options.listen + " is plaintext");
   if (where->tls) {
     if (options.protocol == "nbd")

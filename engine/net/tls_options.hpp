@@ -26,6 +26,8 @@ struct TlsOptions {
   bool tls12_only = false;   // what xen-api's stunnel speaks
 
   bool enabled() const { return !certificate.empty() || !ca_file.empty() || !psk_file.empty(); }
+  // Compared with TlsOptions{}: whether anything was asked of TLS at all.
+  bool operator==(const TlsOptions&) const = default;
 };
 
 }  // namespace sluice
