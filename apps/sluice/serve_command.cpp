@@ -249,10 +249,6 @@ int serve_command(int argc, char** argv) {
   auto where = parse_socket_uri(options.listen);
   if (!where) throw UsageError("--listen: " + where.error().message);
 
-  // Until the handler is in place, a stop signal waits rather than killing the server
-  // half set up; the loop threads started meanwhile keep them blocked, so the main
-  // thread is the one that takes them.
-  hold_stop_signals();
   asio::io_context context(1);
   auto ex = context.get_executor();
   ServerLoopOptions loop_options;
@@ -310,6 +306,12 @@ int serve_command(int argc, char** argv) {
     stops.push_back(std::move(service->stop));
     aborts.push_back(std::move(service->abort));
   }
+  // From the listening socket until the handler is in place, a stop signal waits
+  // rather than killing the server half set up (its socket file left behind); before
+  // that it ends the process, so opening a slow output can still be interrupted. The
+  // loop threads, started meanwhile, keep the signals blocked: the main thread is the
+  // one that takes them.
+  hold_stop_signals();
   auto acceptor = listen_on(ex, where->address);
   if (!acceptor) {
     std::fprintf(stderr, "sluice: %s\n", printable(acceptor.error().message).c_str());
