@@ -4,7 +4,7 @@
 # another signal after the wait had been cancelled, so the process sat in its event
 # loop for ever with nothing left to serve. The window is a few hundred microseconds,
 # so each protocol is stopped many times, the second signal sent 0 to 300 us after the
-# first; this catches the old code in some runs only (more often under ASan), and
+# first. The old code failed it in each of three runs, but timing cannot promise that;
 # stop_signals_test.cpp is the deterministic check of the same rule.
 source "$(dirname "$0")/nbd_server_lib.sh"
 requires python3
