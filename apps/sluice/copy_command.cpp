@@ -3,8 +3,8 @@
 #include <getopt.h>
 #include <unistd.h>
 
-#include <asio/signal_set.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +17,7 @@
 #include "apps/sluice/stats_json.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/printable.hpp"
+#include "engine/stop_signals.hpp"
 
 namespace sluice::cli {
 
@@ -52,6 +53,9 @@ void copy_usage() {
       "\n"
       "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n"
       "%s"
+      "\n"
+      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: the requests in flight are waited\n"
+      "for, then it exits 1. A second one exits 1 at once, without waiting.\n"
       "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
       "2 on a usage error (a malformed or unknown SOURCE or DESTINATION included).\n",
@@ -187,17 +191,24 @@ int copy_command(int argc, char** argv) {
   Transfer transfer(request.source, request.destination, request.endpoints, request.copy);
 
   // Ctrl-C or SIGTERM: stop the copy cleanly (every request accounted for), exit 1.
-  asio::signal_set signals(context, SIGINT, SIGTERM);
-  signals.async_wait([&](const asio::error_code& ec, int) {
-    if (!ec) transfer.cancel();
-  });
+  // A second one is for when that wait is too long (a flush to a disk that has stopped
+  // answering): leave at once. The destination is incomplete either way.
+  auto leave_now = [] {
+    std::fflush(stdout);
+    std::fputs("sluice: interrupted again: exiting without waiting for the requests in flight\n", stderr);
+    std::_Exit(exit_transfer_error);
+  };
+  StopSignals signals(context.get_executor(), [&] { transfer.cancel(); }, leave_now);
 
   std::optional<Result<TransferStats>> result;
   asio::co_spawn(context, transfer.run(), [&](std::exception_ptr error, Result<TransferStats> r) {
     result = error ? fail(std::errc::io_error, "internal error") : std::move(r);
-    signals.cancel();
+    signals.finish();
   });
   context.run();
+  // The outcome is decided: a signal from here on must not turn it into a death by
+  // signal (asio puts back the default action when `signals` goes).
+  hold_stop_signals();
 
   bool ok = result && result->has_value();
   if (ok) last = ProgressUpdate{(*result)->size, (*result)->size, (*result)->seconds};
