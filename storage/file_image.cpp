@@ -57,20 +57,20 @@ Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::strin
     if (!direct)
       return fail(errno_code(errno), path + ": cannot open with O_DIRECT: " + errno_code(errno).message());
   }
-  return std::unique_ptr<FileImage>(new FileImage(ex, path, std::move(fd), std::move(direct), info->size,
-                                                  info->block_device, options));
+  return std::unique_ptr<FileImage>(new FileImage(ex, path, std::move(fd), std::move(direct), *info, options));
 }
 
-FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
-                     bool block_device, const FileImageOptions& options)
+FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const ImageFile& file,
+                     const FileImageOptions& options)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
-      size_(size),
-      block_device_(block_device),
+      size_(file.size),
+      block_device_(file.block_device),
+      memory_backed_(file.memory_backed),
       ring_(FileRing::of(ex)),
       slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)),
-      page_cache_writer_(ex, block_device ? std::max<std::size_t>(options.max_in_flight, 1) : 1) {
+      page_cache_writer_(ex, block_device_ ? std::max<std::size_t>(options.max_in_flight, 1) : 1) {
   traits_.read_only = options.read_only;
   traits_.can_extents = !block_device_;
   traits_.can_trim = !options.read_only && !block_device_ && punch_works(fd_.get(), size_);
@@ -130,8 +130,14 @@ awaitable<Status> FileImage::write_from_pipe(std::uint64_t offset, std::size_t l
     CreditHeld held{slots_};
     if (Status got = co_await page_cache_writer_.acquire(); !got) co_return got;
     CreditHeld turn{page_cache_writer_};
-    if (Status written = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length); !written)
-      co_return written;
+    // Not one conditional expression: g++ 12 destroys a co_await's temporary result
+    // twice when the co_await is one arm of ?: (a double free on the first failure).
+    Status written;
+    if (memory_backed_)
+      written = splice_pipe_to_memory_file(pipe, fd_.get(), offset, length);
+    else
+      written = co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length);
+    if (!written) co_return written;
   }
   if (durable) co_return co_await flush();
   co_return Status{};

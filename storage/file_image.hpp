@@ -12,6 +12,7 @@
 #include "engine/image.hpp"
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
+#include "storage/image_file.hpp"
 
 namespace sluice {
 
@@ -54,8 +55,8 @@ class FileImage final : public Image {
   bool is_block_device() const { return block_device_; }
 
  private:
-  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, std::uint64_t size,
-            bool block_device, const FileImageOptions& options);
+  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const ImageFile& file,
+            const FileImageOptions& options);
   // The O_DIRECT descriptor for aligned requests when asked for, else the buffered one.
   int descriptor_for(std::uint64_t offset, std::size_t size, const void* memory) const;
   awaitable<Status> fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
@@ -67,6 +68,9 @@ class FileImage final : public Image {
   UniqueFd direct_fd_;
   std::uint64_t size_;
   bool block_device_;
+  // On tmpfs or ramfs: pipes are spliced into it on the loop's thread
+  // (splice_pipe_to_memory_file says why).
+  bool memory_backed_;
   FileRing& ring_;
   ImageTraits traits_;
   Credits slots_;

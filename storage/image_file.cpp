@@ -35,6 +35,13 @@ const char* pseudo_filesystem(int fd) {
     default: return nullptr;
   }
 }
+
+bool on_memory_filesystem(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return false;
+  const auto type = static_cast<unsigned long>(fs.f_type);
+  return type == TMPFS_MAGIC || type == RAMFS_MAGIC;
+}
 }  // namespace
 
 Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
@@ -49,6 +56,7 @@ Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
                                                    " filesystem, whose size is not its content; not a disk image");
     info.size = static_cast<std::uint64_t>(st.st_size);
     info.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    info.memory_backed = on_memory_filesystem(fd);
     return info;
   }
   if (S_ISBLK(st.st_mode)) {

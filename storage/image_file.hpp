@@ -17,6 +17,9 @@ struct ImageFile {
   std::uint64_t allocated = 0;  // bytes allocated on disk (regular files)
   std::uint64_t device = 0;     // st_dev / st_ino identify the file
   std::uint64_t inode = 0;
+  // A regular file whose page cache is its storage (tmpfs, ramfs): writing it copies
+  // into memory and never waits for a device or for writeback throttling.
+  bool memory_backed = false;
 };
 
 // Fails clearly for anything that is neither a regular file nor a block device.

@@ -200,6 +200,18 @@ awaitable<Status> splice_pipe_to_file(FileRing& ring, int pipe, int file, std::u
   co_return Status{};
 }
 
+Status splice_pipe_to_memory_file(int pipe, int file, std::uint64_t offset, std::size_t length) {
+  for (std::size_t done = 0; done < length;) {
+    auto at = static_cast<loff_t>(offset + done);
+    ssize_t n = ::splice(pipe, nullptr, file, &at, length - done, SPLICE_F_MOVE);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail_at("write", offset + done, errno_code(errno));
+    if (n == 0) return fail_at("write", offset + done, std::make_error_code(std::errc::io_error));
+    done += static_cast<std::size_t>(n);
+  }
+  return Status{};
+}
+
 awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, std::uint64_t offset,
                                         std::uint64_t length, int socket, bool more) {
   while (length > 0) {

@@ -4,7 +4,8 @@
 # holds exactly what real clients wrote: nbdcopy over Unix and TCP sockets, FUA writes
 # from qemu-io and nbdsh, and, as root, writes that run into a full disk. The server
 # runs under strace, which logs its splice() calls (its other file I/O goes through
-# io_uring and does not show there).
+# io_uring and does not show there): socket -> pipe always, and pipe -> file only for
+# an export on tmpfs, where that splice is made on the loop's thread.
 source "$(dirname "$0")/nbd_server_lib.sh"
 requires nbdcopy nbdsh qemu-io strace
 
@@ -42,26 +43,39 @@ stop_traced() {
   [ "$status" -eq 0 ] || die "the server exited with status $status after SIGTERM"
 }
 
-# Bytes that splice() calls moved: the server's only splice() system calls are the
-# socket -> pipe ones (its other splices go through io_uring). A call that strace saw
-# interrupted by another thread's ends on a "<... splice resumed>" line.
-spliced_from_socket() {
-  awk '/splice/ && / = [0-9]+$/ { n += $NF } END { print n + 0 }' "$WORK/trace"
+# spliced KIND: bytes that the server's splice() system calls moved, KIND "socket"
+# (socket -> pipe: no offset on either side) or "file" (pipe -> file: an offset into
+# the file). Its other splices go through io_uring and do not show. A call that strace
+# saw interrupted by another thread's ends on a "<... splice resumed>" line of the same
+# thread, which takes the kind of that thread's unfinished call.
+spliced() {
+  awk -v want="$1" '
+    { pid = $1 }
+    /splice\(/ {
+      kind = ($0 ~ /splice\([0-9]+, NULL, [0-9]+, \[/) ? "file" : "socket"
+      if (/unfinished/) pending[pid] = kind
+    }
+    /resumed>/ { kind = pending[pid] }
+    / = [0-9]+$/ && kind == want { n += $NF }
+    END { print n + 0 }' "$WORK/trace"
 }
+spliced_from_socket() { spliced socket; }
 
-# copy_in NAME LISTEN_URI CLIENT_URI SERVER_FLAGS NBDCOPY_FLAGS: a fresh export, the
-# image written into it by nbdcopy with the server under strace, then compared; sets
-# MOVED to the bytes spliced from the socket.
+# copy_in NAME LISTEN_URI CLIENT_URI SERVER_FLAGS NBDCOPY_FLAGS [EXPORT_DIR]: a fresh
+# export (in $WORK unless EXPORT_DIR), the image written into it by nbdcopy with the
+# server under strace, then compared; sets MOVED to the bytes spliced from the socket
+# and INTO_FILE to those spliced into the file on the loop's thread.
 copy_in() {
-  local name=$1 listen=$2 uri=$3 server_flags=$4 nbdcopy_flags=$5
-  rm -f "$WORK/disk.img" && truncate -s "$SIZE" "$WORK/disk.img"
+  local name=$1 listen=$2 uri=$3 server_flags=$4 nbdcopy_flags=$5 dir=${6:-$WORK}
+  rm -f "$dir/disk.img" && truncate -s "$SIZE" "$dir/disk.img"
   # shellcheck disable=SC2086 # the flags are word lists
-  start_traced "$listen" --export disk="$WORK/disk.img" $server_flags
+  start_traced "$listen" --export disk="$dir/disk.img" $server_flags
   # shellcheck disable=SC2086
   nbdcopy $nbdcopy_flags "$WORK/src.img" "$uri" || die "nbdcopy -> sluice ($name)"
   stop_traced
-  cmp "$WORK/src.img" "$WORK/disk.img" || die "the export differs after nbdcopy ($name)"
+  cmp "$WORK/src.img" "$dir/disk.img" || die "the export differs after nbdcopy ($name)"
   MOVED=$(spliced_from_socket)
+  INTO_FILE=$(spliced file)
 }
 
 # Each request's first bytes arrive with its header and are copied, and a request whose
@@ -69,6 +83,9 @@ copy_in() {
 # server, as under ASan, sees more of those); the bulk must still be spliced.
 copy_in "Unix socket, 4 connections" "unix://$SOCK" "nbd+unix:///disk?socket=$SOCK" "" ""
 [ "$MOVED" -ge $((8 << 20)) ] || die "only $MOVED bytes were spliced from the socket (48 MiB written)"
+# $WORK is not on tmpfs: its pipe -> file splices must go through the ring's workers,
+# where a write that waits on the disk cannot stall the loop.
+[ "$INTO_FILE" -eq 0 ] || die "$INTO_FILE bytes were spliced into a file not on tmpfs on the loop's thread"
 pass "nbdcopy over a Unix socket: identical, $MOVED bytes spliced socket -> pipe"
 
 copy_in "TCP, 1 connection" "tcp://127.0.0.1:$PORT" "nbd://127.0.0.1:$PORT/disk" "" "--connections=1 --requests=64"
@@ -79,6 +96,18 @@ pass "nbdcopy over TCP: identical, $MOVED bytes spliced socket -> pipe"
 copy_in "--no-zero-copy" "unix://$SOCK" "nbd+unix:///disk?socket=$SOCK" "--no-zero-copy" ""
 [ "$MOVED" -eq 0 ] || die "--no-zero-copy still spliced from the socket"
 pass "--no-zero-copy: identical, nothing spliced"
+
+# An export on tmpfs: the pipe -> file splices are made on the loop's thread (about
+# as many bytes as came from the socket, every spliced payload).
+if [ "$(id -u)" -eq 0 ] && mkdir -p "$WORK/mem" && mount -t tmpfs -o size=80M tmpfs "$WORK/mem" 2>/dev/null; then
+  MOUNTS+=("$WORK/mem")
+  copy_in "export on tmpfs" "unix://$SOCK" "nbd+unix:///disk?socket=$SOCK" "" "" "$WORK/mem"
+  [ "$MOVED" -ge $((8 << 20)) ] || die "only $MOVED bytes were spliced from the socket (export on tmpfs)"
+  [ "$INTO_FILE" -ge $((8 << 20)) ] || die "only $INTO_FILE bytes were spliced into the tmpfs export on the loop"
+  pass "an export on tmpfs: identical, $INTO_FILE bytes spliced pipe -> file on the loop's thread"
+else
+  echo "note: not root or no tmpfs mount: the tmpfs export case skipped"
+fi
 
 # FUA writes (qemu-io -f, nbdsh with CMD_FLAG_FUA) land where they should, over TCP.
 start_traced "tcp://127.0.0.1:$PORT" --export disk="$WORK/disk.img"
@@ -136,6 +165,7 @@ print("ok: %d blocks fitted, then %s" % (len(written), failed))
 ' || die "full disk"
   stop_traced
   [ "$(spliced_from_socket)" -gt 0 ] || die "the full-disk writes were not spliced"
+  [ "$(spliced file)" -gt 0 ] || die "the full-disk writes were not spliced into the file on the loop's thread"
   pass "a full disk answers ENOSPC to spliced writes and the connection goes on"
 else
   echo "note: not root or no tmpfs mount: full-disk case skipped"
