@@ -83,9 +83,13 @@ copy_in() {
 # server, as under ASan, sees more of those); the bulk must still be spliced.
 copy_in "Unix socket, 4 connections" "unix://$SOCK" "nbd+unix:///disk?socket=$SOCK" "" ""
 [ "$MOVED" -ge $((8 << 20)) ] || die "only $MOVED bytes were spliced from the socket (48 MiB written)"
-# $WORK is not on tmpfs: its pipe -> file splices must go through the ring's workers,
-# where a write that waits on the disk cannot stall the loop.
-[ "$INTO_FILE" -eq 0 ] || die "$INTO_FILE bytes were spliced into a file not on tmpfs on the loop's thread"
+# An export on a disk: its pipe -> file splices must go through the ring's workers,
+# where a write that waits on the disk cannot stall the loop. ($WORK is normally
+# /var/tmp; SLUICE_TEST_DIR may put it on tmpfs, where the rule is the other one.)
+case $(stat -f -c %T "$WORK") in
+  tmpfs | ramfs) echo "note: $WORK is on tmpfs: the disk export case is not checked" ;;
+  *) [ "$INTO_FILE" -eq 0 ] || die "$INTO_FILE bytes were spliced into a file not on tmpfs on the loop's thread" ;;
+esac
 pass "nbdcopy over a Unix socket: identical, $MOVED bytes spliced socket -> pipe"
 
 copy_in "TCP, 1 connection" "tcp://127.0.0.1:$PORT" "nbd://127.0.0.1:$PORT/disk" "" "--connections=1 --requests=64"
