@@ -24,35 +24,35 @@ awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& 
   ReceiveWriter writer(co_await asio::this_coro::executor, destination, options, reader);
   const std::uint64_t size = options.image_size;
   std::uint64_t offset = 0;
-  Status failure;
+  Status outcome;  // fails when the stream broke, ended early or carried too much
   while (offset < size) {
     const auto wanted = static_cast<std::size_t>(std::min<std::uint64_t>(size - offset, options.piece));
     auto n = co_await writer.receive(offset, wanted);
     if (!n) {
-      failure = tl::unexpected(Error{n.error().code, "at offset " + std::to_string(offset) + ": " +
-                                                         n.error().message});
+      outcome = tl::unexpected(Error{n.error().code, "at offset " + std::to_string(offset) + ": " +
+                                                          n.error().message});
       break;
     }
     offset += *n;
     if (*n < wanted) {
-      failure = fail(std::errc::connection_reset, "the raw stream ended after " + std::to_string(offset) +
-                                                      " of " + std::to_string(size) + " bytes");
+      outcome = fail(std::errc::connection_reset, "the raw stream ended after " + std::to_string(offset) +
+                                                       " of " + std::to_string(size) + " bytes");
       break;
     }
   }
-  if (failure) {
-    // More bytes than the image holds: the sender's image is larger, and keeping the
-    // first `size` bytes of it would be a silently truncated disk.
+  if (outcome) {
+    // The whole image arrived. More bytes behind it mean the sender's image is larger,
+    // and keeping its first `size` bytes would be a silently truncated disk.
     auto more = co_await bytes_follow(reader, options.trailing_grace);
     if (more && *more)
-      failure = fail(std::errc::file_too_large,
+      outcome = fail(std::errc::file_too_large,
                      "the raw stream carries more than the image's " + std::to_string(size) +
                          " bytes (--size): the sender's image is larger; its first " + std::to_string(size) +
                          " bytes were written, nothing is flushed or reported as done");
   }
   Status written = co_await writer.drain();
   if (!written) co_return tl::unexpected(written.error());
-  if (!failure) co_return tl::unexpected(failure.error());
+  if (!outcome) co_return tl::unexpected(outcome.error());
   co_return co_await writer.finish(offset);
 }
 
