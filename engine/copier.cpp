@@ -59,7 +59,7 @@ class Copier {
         scan_slots_(ex, options_.depth),
         items_(ex, options_.depth),
         filled_(ex, options_.depth * 2),
-        stages_(ex, [this] { stop(); }),
+        stages_(ex, [this](const Error&) { stop(); }),
         zero_copy_(by_reference) {
     known_zero_ = traits_.known_zero || options_.destination_is_zero;
     // Finding zeros in data pays only where zeros cost less than data.
@@ -151,7 +151,8 @@ class Copier {
 
   // Starts a read for each data item as soon as a buffer is free; zero items pass on.
   awaitable<Status> read_stage() {
-    TaskGroup reads(co_await asio::this_coro::executor, [this] { stop(); });
+    // A read's failure is the copy's at once (see record_root_cause).
+    TaskGroup reads(co_await asio::this_coro::executor, [this](const Error& e) { record_root_cause(e); });
     std::uint64_t end_seq = 0;
     for (;;) {
       auto [ec, item] = co_await items_.async_receive(use_nothrow);
@@ -256,7 +257,8 @@ class Copier {
   }
 
   awaitable<Status> write_stage() {
-    TaskGroup writes(co_await asio::this_coro::executor, [this] { stop(); });
+    // A write's failure is the copy's at once (see record_root_cause).
+    TaskGroup writes(co_await asio::this_coro::executor, [this](const Error& e) { record_root_cause(e); });
     std::map<std::uint64_t, WorkItem> waiting;  // ordered destinations only
     std::uint64_t next_seq = 0;
     bool ended = false;
@@ -369,6 +371,13 @@ class Copier {
       case ExtentKind::hole: ++stats_.hole_extents; break;
     }
   }
+
+  // The first failed read or write is the copy's error, recorded in stages_ before
+  // stop() aborts both ends. Left in its stage's own group until that stage returned,
+  // it could be overtaken by an error the abort caused: a server that dies when its
+  // connection is cut (nbdkit 1.32 asserts in raw_send_socket) fails the other
+  // stage's reads with "closed the connection", and that became the copy's error.
+  void record_root_cause(const Error& error) { stages_.fail(error); }
 
   // A stage failed: wake everything that waits so every stage returns.
   void stop() {

@@ -6,7 +6,7 @@
 
 namespace sluice {
 
-TaskGroup::TaskGroup(executor ex, std::function<void()> on_failure)
+TaskGroup::TaskGroup(executor ex, std::function<void(const Error&)> on_failure)
     : ex_(ex), on_failure_(std::move(on_failure)), idle_(ex, 1) {}
 
 void TaskGroup::spawn(awaitable<Status> task) {
@@ -33,7 +33,7 @@ void TaskGroup::record(Error error) {
     if (!cancellation_) cancellation_ = std::move(error);
   } else if (!error_) {
     error_ = std::move(error);
-    if (on_failure_) on_failure_();
+    if (on_failure_) on_failure_(*error_);
   }
 }
 

@@ -2,8 +2,9 @@
 //
 // Children run concurrently; join() waits for every one of them. The first child to
 // fail (other than by cancellation) records the group's error and fires the
-// on_failure hook once, whose job is to make the siblings stop (close the channels and
-// pools they wait on, shut the sockets). A group is never destroyed with a child still
+// on_failure hook once with it, whose job is to make the siblings stop (close the
+// channels and pools they wait on, shut the sockets) and, for a group nested in
+// another, to hand the error up at once. A group is never destroyed with a child still
 // running: whoever spawns must co_await join().
 #pragma once
 
@@ -19,7 +20,7 @@ namespace sluice {
 
 class TaskGroup {
  public:
-  explicit TaskGroup(executor ex, std::function<void()> on_failure = {});
+  explicit TaskGroup(executor ex, std::function<void(const Error&)> on_failure = {});
   // A child still running would touch a freed group: that is a bug in the spawner.
   ~TaskGroup() { assert(running_ == 0 && "TaskGroup destroyed with children running; join() first"); }
   TaskGroup(const TaskGroup&) = delete;
@@ -40,7 +41,7 @@ class TaskGroup {
   void record(Error error);
 
   executor ex_;
-  std::function<void()> on_failure_;
+  std::function<void(const Error&)> on_failure_;
   std::size_t running_ = 0;
   std::optional<Error> error_;
   std::optional<Error> cancellation_;  // reported only when nothing better is known

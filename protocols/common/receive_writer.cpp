@@ -16,7 +16,7 @@ ReceiveWriter::ReceiveWriter(executor ex, Destination& destination, const Receiv
       pool_(ex, options.depth == 0 ? 1 : options.depth, options.piece),
       pipes_(ex, options.depth == 0 ? 1 : options.depth),
       writes_(ex,
-              [this] {
+              [this](const Error&) {
                 pool_.close();
                 pipes_.close();
                 destination_.abort();

@@ -151,6 +151,27 @@ TEST_CASE("a failed write stops the copy, awaits every request and names the off
   CHECK(sink.aborted);
 }
 
+TEST_CASE("the failure that stopped the copy is the one reported, not what the stop caused") {
+  // Deep and slow to write, so that reads are still in flight when a write fails, and
+  // those reads then fail (the source dying of the abort) while the other writes are
+  // still being awaited.
+  for (int round = 0; round < 5; ++round) {
+    MemorySource source(test::patterned(image_size, sample_map), sample_map);
+    source.fail_reads_once_aborted = true;
+    source.rng.seed(static_cast<unsigned>(round));
+    CheckingSink sink(image_size);
+    sink.fail_write_at = (1u << 20) + 5;
+    CopyOptions options = small_requests();
+    options.depth = 16;
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE_FALSE(stats);
+    CHECK(stats.error().message == "write at offset 1048576: No space left on device");
+    CHECK(source.aborted);
+    CHECK(source.in_flight == 0);
+    CHECK(sink.in_flight == 0);
+  }
+}
+
 TEST_CASE("a failed read stops the copy with the read's offset") {
   MemorySource source(test::patterned(image_size, sample_map), sample_map);
   source.fail_read_at = (5u << 20) + 100;

@@ -61,7 +61,7 @@ Turns take_turns(std::size_t count, int holders) {
   test::run([&]() -> awaitable<void> {
     auto ex = co_await asio::this_coro::executor;
     Credits credits(ex, count);
-    TaskGroup group(ex, [] {});
+    TaskGroup group(ex, [](const Error&) {});
     for (int id = 0; id < holders; ++id) group.spawn(hold(credits, holding, turns.most, turns.order, id));
     turns.all_succeeded = (co_await group.join()).has_value();
     turns.in_use_after = credits.in_use();
@@ -109,7 +109,7 @@ TEST_CASE("close() wakes a waiter with a cancellation and refuses later acquires
     auto ex = co_await asio::this_coro::executor;
     Credits credits(ex, 1);
     REQUIRE((co_await credits.acquire()).has_value());
-    TaskGroup group(ex, [] {});
+    TaskGroup group(ex, [](const Error&) {});
     group.spawn(wait_for_credit(credits, woke_cancelled));
     co_await sleep_ms(1);
     credits.close();

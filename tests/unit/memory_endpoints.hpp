@@ -50,6 +50,8 @@ class MemorySource final : public Source {
     --in_flight;
     if (fail_read_at && offset <= *fail_read_at && *fail_read_at < offset + into.size())
       co_return fail_at("read", offset, std::make_error_code(std::errc::io_error));
+    if (aborted && fail_reads_once_aborted)
+      co_return fail_at("read", offset, std::make_error_code(std::errc::connection_reset));
     std::memcpy(into.data(), image_.data() + offset, into.size());
     co_return Status{};
   }
@@ -60,9 +62,15 @@ class MemorySource final : public Source {
     return FileSlice{slice_fd, offset, length};
   }
 
+  void abort() override { aborted = true; }
+
   BlockSizes sizes{};
   int slice_fd = -1;
   std::optional<std::uint64_t> fail_read_at;
+  // Reads still running when the copy aborts the source fail, and not as cancelled:
+  // a server that dies when its connection is cut.
+  bool fail_reads_once_aborted = false;
+  bool aborted = false;
   std::size_t in_flight = 0;
   std::size_t max_in_flight = 0;
   std::mt19937 rng{7};

@@ -19,8 +19,12 @@ awaitable<Status> sleep_then(int ms, Status result, int* finished) {
 TEST_CASE("join waits for every child and reports the first real error") {
   int finished = 0;
   int stopped = 0;
+  std::string hooked;
   auto task = [&]() -> awaitable<Status> {
-    TaskGroup group(co_await asio::this_coro::executor, [&] { ++stopped; });
+    TaskGroup group(co_await asio::this_coro::executor, [&](const Error& e) {
+      ++stopped;
+      hooked = e.message;
+    });
     group.spawn(sleep_then(30, Status{}, &finished));
     group.spawn(sleep_then(10, fail(std::errc::io_error, "first"), &finished));
     group.spawn(sleep_then(20, fail(std::errc::io_error, "second"), &finished));
@@ -32,6 +36,7 @@ TEST_CASE("join waits for every child and reports the first real error") {
   CHECK(status.error().message == "first");
   CHECK(finished == 4);
   CHECK(stopped == 1);
+  CHECK(hooked == "first");  // the hook is handed the error it fired for
 }
 
 TEST_CASE("a group of successes joins cleanly, even with no children") {

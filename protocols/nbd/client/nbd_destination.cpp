@@ -109,7 +109,7 @@ awaitable<Status> NbdDestination::write_zeros(std::uint64_t offset, std::uint64_
   }
   auto ex = co_await asio::this_coro::executor;
   Credits slots(ex, zero_writes_in_flight);
-  TaskGroup writes(ex, [&slots] { slots.close(); });
+  TaskGroup writes(ex, [&slots](const Error&) { slots.close(); });
   while (length > 0 && !writes.failed()) {
     const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(length, piece_limit));
     if (!co_await slots.acquire()) break;

@@ -128,7 +128,7 @@ Transmission::~Transmission() {
 }
 
 awaitable<Status> Transmission::run() {
-  TaskGroup handlers(ex_, [this] {
+  TaskGroup handlers(ex_, [this](const Error&) {
     // A reply could not be sent: the connection is gone. Stop reading too.
     stream_.abort();
     requests_.close();
