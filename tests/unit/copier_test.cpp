@@ -152,9 +152,10 @@ TEST_CASE("a failed write stops the copy, awaits every request and names the off
 }
 
 TEST_CASE("the failure that stopped the copy is the one reported, not what the stop caused") {
-  // Deep and slow to write, so that reads are still in flight when a write fails, and
-  // those reads then fail (the source dying of the abort) while the other writes are
-  // still being awaited.
+  // Deep, so that reads are still in flight when a write fails; those reads then fail
+  // (the source dying of the abort) while the other writes are still being awaited.
+  // Before the write's error was handed up at once, 3 of these 5 rounds reported the
+  // read instead.
   for (int round = 0; round < 5; ++round) {
     MemorySource source(test::patterned(image_size, sample_map), sample_map);
     source.fail_reads_once_aborted = true;
