@@ -18,13 +18,18 @@ tl::unexpected<Error> not_an_image(const std::string& path) {
   return fail(std::errc::invalid_argument, path + ": not a regular file or block device");
 }
 
+// The type of the filesystem holding `fd` (statfs f_type); 0 when it cannot be told.
+unsigned long filesystem_type(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return 0;
+  return static_cast<unsigned long>(fs.f_type);
+}
+
 // The kernel's own filesystems, whose regular files report a size (0 in /proc, 4096
 // in /sys) that is not their content: copied by that size, a /proc file became an
 // empty image and the copy said it succeeded.
-const char* pseudo_filesystem(int fd) {
-  struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) return nullptr;
-  switch (static_cast<unsigned long>(fs.f_type)) {
+const char* pseudo_filesystem(unsigned long type) {
+  switch (type) {
     case PROC_SUPER_MAGIC: return "proc";
     case SYSFS_MAGIC: return "sysfs";
     case DEBUGFS_MAGIC: return "debugfs";
@@ -36,12 +41,7 @@ const char* pseudo_filesystem(int fd) {
   }
 }
 
-bool on_memory_filesystem(int fd) {
-  struct statfs fs {};
-  if (::fstatfs(fd, &fs) != 0) return false;
-  const auto type = static_cast<unsigned long>(fs.f_type);
-  return type == TMPFS_MAGIC || type == RAMFS_MAGIC;
-}
+bool is_memory_filesystem(unsigned long type) { return type == TMPFS_MAGIC || type == RAMFS_MAGIC; }
 }  // namespace
 
 Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
@@ -51,12 +51,13 @@ Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
   info.device = st.st_dev;
   info.inode = st.st_ino;
   if (S_ISREG(st.st_mode)) {
-    if (const char* kind = pseudo_filesystem(fd))
+    const unsigned long type = filesystem_type(fd);
+    if (const char* kind = pseudo_filesystem(type))
       return fail(std::errc::invalid_argument, path + ": a file of the kernel's " + kind +
                                                    " filesystem, whose size is not its content; not a disk image");
     info.size = static_cast<std::uint64_t>(st.st_size);
     info.allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
-    info.memory_backed = on_memory_filesystem(fd);
+    info.memory_backed = is_memory_filesystem(type);
     return info;
   }
   if (S_ISBLK(st.st_mode)) {

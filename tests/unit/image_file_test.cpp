@@ -2,7 +2,6 @@
 
 #include <doctest/doctest.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -39,8 +38,7 @@ bool memory_backed(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a file on tmpfs is memory-backed") {
-  struct stat st {};
-  if (::stat("/dev/shm", &st) != 0 || filesystem_type("/dev/shm") != "tmpfs") {
+  if (filesystem_type("/dev/shm") != "tmpfs") {
     MESSAGE("no tmpfs at /dev/shm here: nothing to check");
     return;
   }
