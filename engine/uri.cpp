@@ -56,7 +56,7 @@ std::string Uri::authority() const {
   return out;
 }
 
-Result<Uri> parse_uri(std::string_view text) {
+Result<Uri> parse_uri(std::string_view text, PortZero zero) {
   auto bad = [&](std::string why) {
     return fail(std::errc::invalid_argument, "invalid URI '" + std::string(text) + "': " + why);
   };
@@ -117,7 +117,8 @@ Result<Uri> parse_uri(std::string_view text) {
     if (!port_text.empty()) {
       unsigned value = 0;
       auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-      if (ec != std::errc{} || end != port_text.data() + port_text.size() || value == 0 || value > 65535)
+      if (ec != std::errc{} || end != port_text.data() + port_text.size() || value > 65535 ||
+          (value == 0 && zero == PortZero::refused))
         return bad("invalid port '" + std::string(port_text) + "'");
       uri.port = static_cast<std::uint16_t>(value);
     }

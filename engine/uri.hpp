@@ -31,7 +31,10 @@ struct Uri {
 // True if `text` starts with "letters:" and so is meant as a URI, not a path.
 bool has_scheme(std::string_view text);
 
-Result<Uri> parse_uri(std::string_view text);
+// Port 0 is a listener's request for any free port; a peer is never there, so only a
+// URI to listen on may have it.
+enum class PortZero { refused, allowed };
+Result<Uri> parse_uri(std::string_view text, PortZero zero = PortZero::refused);
 
 std::string percent_decode(std::string_view text);
 

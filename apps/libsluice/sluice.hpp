@@ -3,6 +3,7 @@
 
 #include "apps/libsluice/endpoint_options.hpp"
 #include "apps/libsluice/endpoints.hpp"
+#include "apps/libsluice/receiver.hpp"
 #include "apps/libsluice/transfer.hpp"
 #include "engine/copier.hpp"
 #include "engine/copy_options.hpp"

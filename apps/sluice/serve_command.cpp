@@ -3,23 +3,17 @@
 #include <getopt.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
-#include <thread>
-#include <vector>
 
+#include "apps/libsluice/receiver.hpp"
 #include "apps/sluice/option_scan.hpp"
 #include "apps/sluice/option_values.hpp"
-#include "apps/sluice/serve_service.hpp"
+#include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/printable.hpp"
-#include "engine/loop_threads.hpp"
-#include "engine/net/address.hpp"
-#include "engine/net/server_loop.hpp"
-#include "engine/net/socket_file_remover.hpp"
 #include "engine/stop_signals.hpp"
 
 namespace sluice::cli {
@@ -79,12 +73,10 @@ enum Option {
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
 
-// Whatever adjusts TLS without saying who we are (certificate or PSK).
-bool tls_tuning_given(TlsOptions tls) {
-  tls.certificate.clear();
-  tls.psk_file.clear();
-  return tls != TlsOptions{};
-}
+struct ServeOptions {
+  ReceiverOptions receiver;
+  std::optional<ProgressStyle> progress;  // chunked and raw
+};
 
 ServeOptions parse(int argc, char** argv) {
   static const struct option options[] = {
@@ -115,8 +107,8 @@ ServeOptions parse(int argc, char** argv) {
       {"help", no_argument, nullptr, opt_help},
       {nullptr, 0, nullptr, 0},
   };
-  ServeOptions o;
-  bool max_connections_given = false;
+  ServeOptions serve;
+  ReceiverOptions& o = serve.receiver;
   bool idle_timeout_given = false;
   begin_option_scan();
   int c;
@@ -145,7 +137,7 @@ ServeOptions parse(int argc, char** argv) {
       case opt_progress: {
         auto style = parse_progress_style(optarg ? optarg : "", isatty(STDERR_FILENO) != 0);
         if (!style) throw UsageError(std::string("--progress: unknown style '") + optarg + "'");
-        o.progress = *style;
+        serve.progress = *style;
         break;
       }
       case opt_export: {
@@ -165,7 +157,6 @@ ServeOptions parse(int argc, char** argv) {
         auto n = count_argument("max-connections", optarg);
         if (n == 0 || n > 4096) throw UsageError("--max-connections must be between 1 and 4096");
         o.max_connections = static_cast<std::size_t>(n);
-        max_connections_given = true;
         break;
       }
       case opt_threads: {
@@ -201,162 +192,107 @@ ServeOptions parse(int argc, char** argv) {
     }
   }
   if (optind != argc) throw UsageError(std::string("unexpected argument '") + argv[optind] + "'");
-  if (o.listen.empty()) throw UsageError("serve needs --listen URI");
-  // An option the chosen protocol has no use for is refused rather than ignored: a
-  // --size or --tls-ca that silently does nothing leaves the operator believing in a
-  // check or an encryption that is not there.
+  // Flags the library cannot see as given or not; it checks the rest (Receiver::check).
   if (o.protocol == "nbd") {
-    if (o.exports.empty()) throw UsageError("--protocol nbd needs at least one --export NAME=PATH");
-    if (!o.output.empty() || o.http) throw UsageError("--output and --http are for chunked and raw");
-    if (o.size) throw UsageError("--size is for chunked and raw: an NBD export has its file's size");
-    if (o.progress) throw UsageError("--progress is for chunked and raw");
+    if (serve.progress) throw UsageError("--progress is for chunked and raw");
     if (idle_timeout_given) throw UsageError("--idle-timeout is for chunked and raw");
-    const bool credentials = !o.tls.certificate.empty() || !o.tls.psk_file.empty();
-    if (!credentials && tls_tuning_given(o.tls))
-      throw UsageError("--tls-key, --tls-ca, --tls-ciphers, --tls-ciphersuites and --tls12 shape TLS, which needs "
-                       "--tls-cert or --tls-psk-file");
-  } else {
-    if (o.output.empty()) throw UsageError("--protocol " + o.protocol + " needs --output PATH");
-    if (!o.exports.empty()) throw UsageError("--export is for --protocol nbd");
-    if (o.read_only) throw UsageError("--read-only is for --protocol nbd");
-    if (!o.tls_mode.empty())
-      throw UsageError("--tls=" + o.tls_mode + " is NBD's STARTTLS policy: chunked and raw are encrypted by "
-                       "listening on tls://");
-    if (o.output == "null:" && o.direct) throw UsageError("--direct is for a file or block device, not null:");
-    if (o.size && *o.size == 0) throw UsageError("--size must not be 0");
-    if (o.output == "null:" && !o.size)
-      throw UsageError("--output null: keeps nothing and so has no size: give --size BYTES");
-    // One image written by one connection at a time: more loops would only wait.
-    if (o.threads > 1) throw UsageError("--threads is for --protocol nbd");
-    o.threads = 1;
-    // Two senders at once would interleave two images in one file: the second is
-    // refused while the first is served.
-    if (o.output != "null:") {
-      if (max_connections_given && o.max_connections > 1)
-        throw UsageError("--max-connections: one sender at a time writes --output (chunked and raw)");
-      o.max_connections = 1;
-    }
   }
-  if (o.threads == 0) o.threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
-  if (!o.tls.certificate.empty() && o.tls.private_key.empty()) o.tls.private_key = o.tls.certificate;
-  return o;
+  if (Status fits = Receiver::check(o); !fits) throw UsageError(fits.error().message);
+  return serve;
 }
+
+// One progress display per sender, as `sluice copy` shows its one copy.
+class ProgressDisplays {
+ public:
+  explicit ProgressDisplays(ProgressStyle style) : style_(style) {}
+  void show(const ReceiveProgress& progress) {
+    auto [at, fresh] = displays_.try_emplace(progress.connection, style_);
+    (void)fresh;
+    if (!progress.finished) return at->second.update(progress.update);
+    at->second.finish(progress.update, progress.succeeded);
+    displays_.erase(at);
+  }
+
+ private:
+  ProgressStyle style_;
+  std::map<std::uint64_t, ProgressReporter> displays_;
+};
+
+void say_received(const ReceivedImage& image) {
+  const bool discarded = image.output == "null:";
+  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes%s%s into %s (%s)\n", image.peer.c_str(),
+               static_cast<unsigned long long>(image.bytes_written), static_cast<unsigned long long>(image.writes),
+               image.tls_cipher.empty() ? "" : " over TLS ", image.tls_cipher.c_str(), image.output.c_str(),
+               discarded ? "discarded" : "flushed");
+}
+
+void say_error(const Error& error) { std::fprintf(stderr, "sluice: %s\n", printable(error.message).c_str()); }
 
 }  // namespace
 
 int serve_command(int argc, char** argv) {
-  ServeOptions options = parse(argc, argv);
-  auto where = parse_socket_uri(options.listen);
-  if (!where) throw UsageError("--listen: " + where.error().message);
+  ServeOptions serve = parse(argc, argv);
+  ReceiverOptions& options = serve.receiver;
+  std::shared_ptr<ProgressDisplays> displays;
+  if (serve.progress) {
+    displays = std::make_shared<ProgressDisplays>(*serve.progress);
+    options.progress = [displays](const ReceiveProgress& progress) { displays->show(progress); };
+  }
+  options.received = say_received;
+  options.connection_failed = say_error;
+  const bool can_abort = options.protocol != "nbd";  // NBD requests are short: stopping is prompt
 
   asio::io_context context(1);
-  auto ex = context.get_executor();
-  ServerLoopOptions loop_options;
-  loop_options.once = options.once;
-  loop_options.max_connections = options.max_connections;
-  loop_options.stream = options.stream;
-  loop_options.handshake_timeout = options.handshake_timeout;
-  if (options.protocol != "nbd" && !where->tls && options.tls != TlsOptions{})
-    throw UsageError("the --tls-* options need a tls:// listener: " + options.listen + " is plaintext");
-  if (where->tls) {
-    if (options.protocol == "nbd")
-      throw UsageError("NBD negotiates TLS itself (STARTTLS): listen on tcp:// with --tls-cert/--tls-key");
-    if (options.tls.certificate.empty() && options.tls.psk_file.empty())
-      throw UsageError("a tls:// listener needs --tls-cert and --tls-key, or --tls-psk-file");
-    auto tls = TlsContext::create(TlsRole::server, options.tls);
-    if (!tls) {
-      std::fprintf(stderr, "sluice: %s\n", printable(tls.error().message).c_str());
-      return exit_transfer_error;
-    }
-    // Chunked and raw are one-way: a client never reads TLS 1.3 session tickets, and
-    // unread bytes make its close a reset that can cut off the end of the stream.
-    SSL_CTX_set_num_tickets((*tls)->native(), 0);
-    loop_options.tls = *tls;
-  }
-
-  std::vector<UniqueFd> device_claims;
-  if (options.protocol == "nbd") {
-    auto claims = claim_export_devices(options);
-    if (!claims) {
-      std::fprintf(stderr, "sluice: %s\n", printable(claims.error().message).c_str());
-      return exit_transfer_error;
-    }
-    device_claims = std::move(*claims);
-  }
-
-  // The main loop accepts and serves; each further thread runs a loop of its own with
-  // its own service (its own open exports), so connections share nothing across threads
-  // but the claims on block devices, taken once above (a duplicate of the claim is
-  // each loop's descriptor of the device).
-  LoopThreads extra_loops(options.threads - 1);
-  std::vector<executor> loops{ex};
-  for (std::size_t i = 0; i < extra_loops.size(); ++i) loops.push_back(extra_loops.at(i));
-  std::vector<ServerWorker> workers;
-  std::vector<std::function<void()>> stops;  // one per loop, run on that loop
-  std::vector<std::function<void()>> aborts;  // likewise; empty where stop is prompt
-  for (const executor& loop_ex : loops) {
-    auto service =
-        options.protocol == "nbd" ? make_nbd_service(loop_ex, options, device_claims)
-                                  : make_stream_receiver(loop_ex, options);
-    if (!service) {
-      std::fprintf(stderr, "sluice: %s\n", printable(service.error().message).c_str());
-      return exit_transfer_error;
-    }
-    workers.push_back(ServerWorker{loop_ex, std::move(service->handler)});
-    stops.push_back(std::move(service->stop));
-    aborts.push_back(std::move(service->abort));
-  }
-  // From the listening socket until the handler is in place, a stop signal waits
-  // rather than killing the server half set up (its socket file left behind); before
-  // that it ends the process, so opening a slow output can still be interrupted. The
-  // loop threads, started meanwhile, keep the signals blocked: the main thread is the
-  // one that takes them.
-  hold_stop_signals();
-  auto acceptor = listen_on(ex, where->address);
-  if (!acceptor) {
-    std::fprintf(stderr, "sluice: %s\n", printable(acceptor.error().message).c_str());
+  auto receiver = Receiver::create(context.get_executor(), options);
+  if (!receiver) {
+    say_error(receiver.error());
     return exit_transfer_error;
   }
-  std::optional<SocketFileRemover> socket_file;
-  if (where->address.kind == NetAddress::Kind::unix_socket) socket_file.emplace(where->address.path);
-  ServerLoop loop(std::move(*acceptor), std::move(workers), loop_options);
-  extra_loops.start();
+  // From the listening socket until the signals are taken, a stop signal waits rather
+  // than killing the server half set up (its socket file left behind); before that it
+  // ends the process, so opening a slow output can still be interrupted. The loop
+  // threads, started meanwhile, keep the signals blocked: the main thread is the one
+  // that takes them.
+  hold_stop_signals();
+  if (Status listening = (*receiver)->listen(); !listening) {
+    say_error(listening.error());
+    return exit_transfer_error;
+  }
 
   // The first SIGTERM or SIGINT stops accepting and lets what is in flight finish; a
   // transfer can take as long as its image, so a second one cuts it short.
-  bool aborted = false;
-  const bool can_abort = !aborts.empty() && static_cast<bool>(aborts.front());
+  Receiver& r = **receiver;
   auto stop = [&] {
-    loop.stop();
-    // Each service winds down on its own loop's thread.
-    for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], stops[i]);
-    if (loop.active() > 0 && can_abort)
+    r.stop();
+    if (r.active() > 0 && can_abort)
       std::fprintf(stderr, "sluice: stopping: no new connections; waiting for %zu in progress to finish (signal "
-                           "again to abort)\n", loop.active());
+                           "again to abort)\n", r.active());
   };
   auto cut_short = [&] {
-    if (!can_abort || loop.active() == 0) return;
-    aborted = true;
+    if (!can_abort || r.active() == 0) return;
     std::fputs("sluice: aborting the transfers in progress\n", stderr);
-    for (std::size_t i = 0; i < loops.size(); ++i) asio::post(loops[i], aborts[i]);
+    r.abort();
   };
-  StopSignals signals(ex, stop, cut_short);
+  StopSignals signals(context.get_executor(), stop, cut_short);
   release_stop_signals();
 
   std::optional<Status> result;
-  asio::co_spawn(context, loop.run(), [&](std::exception_ptr error, Status status) {
+  asio::co_spawn(context, r.run(), [&](std::exception_ptr error, Status status) {
     result = error ? fail(std::errc::io_error, "internal error in the server") : std::move(status);
     signals.finish();
   });
   context.run();
-  extra_loops.stop();
   hold_stop_signals();  // finished: the exit status is decided
-  if (!result || !*result) {
-    std::fprintf(stderr, "sluice: %s\n",
-                 printable(result ? (*result).error().message : "the server did not finish").c_str());
+  if (!result) {
+    say_error(Error{std::make_error_code(std::errc::io_error), "the server did not finish"});
     return exit_transfer_error;
   }
-  return aborted ? exit_transfer_error : exit_ok;
+  if (!*result) {
+    // Aborted transfers were each reported as they failed.
+    if ((*result).error().code != std::errc::interrupted || options.once) say_error((*result).error());
+    return exit_transfer_error;
+  }
+  return exit_ok;
 }
 
 }  // namespace sluice::cli

@@ -169,10 +169,10 @@ std::uint16_t bound_port(const Acceptor& acceptor) {
 
 namespace sluice {
 
-Result<ListenOrConnect> parse_socket_uri(std::string_view text) {
-  auto uri = parse_uri(text);
+Result<ListenUri> parse_listen_uri(std::string_view text) {
+  auto uri = parse_uri(text, PortZero::allowed);
   if (!uri) return tl::unexpected(uri.error());
-  ListenOrConnect out;
+  ListenUri out;
   if (uri->scheme == "unix") {
     if (uri->path.empty()) return fail(std::errc::invalid_argument, "'" + std::string(text) + "': no socket path");
     out.address = NetAddress{NetAddress::Kind::unix_socket, {}, 0, uri->path};

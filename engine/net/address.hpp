@@ -45,11 +45,12 @@ std::uint16_t bound_port(const Acceptor& acceptor);
 
 namespace sluice {
 
-// tcp://HOST:PORT, tls://HOST:PORT (TCP, with `tls` set), unix:///PATH.
-struct ListenOrConnect {
+// Where a receiver listens: tcp://HOST:PORT, tls://HOST:PORT (TCP, with `tls` set),
+// unix:///PATH. Port 0 asks for any free port.
+struct ListenUri {
   NetAddress address;
   bool tls = false;
 };
-Result<ListenOrConnect> parse_socket_uri(std::string_view text);
+Result<ListenUri> parse_listen_uri(std::string_view text);
 
 }  // namespace sluice

@@ -1,12 +1,15 @@
 #!/bin/bash
-# apps/examples/embed_copy and blocking_copy: the public C++ API used the way a
-# toolstack embeds it, as a coroutine on its own loop and in the blocking form.
+# apps/examples/embed_copy, blocking_copy and receive_image: the public C++ API used
+# the way a toolstack embeds it, as a coroutine on its own loop and in the blocking
+# form, on the sending side and on the receiving side.
 . "$(dirname "$0")/functions.sh"
 
 EMBED_COPY=${EMBED_COPY:-$BUILD_ROOT/apps/examples/embed_copy}
 BLOCKING_COPY=${BLOCKING_COPY:-$BUILD_ROOT/apps/examples/blocking_copy}
 [[ -x $EMBED_COPY ]] || fail "no embed_copy binary at '$EMBED_COPY'"
 [[ -x $BLOCKING_COPY ]] || fail "no blocking_copy binary at '$BLOCKING_COPY'"
+RECEIVE_IMAGE=${RECEIVE_IMAGE:-$BUILD_ROOT/apps/examples/receive_image}
+[[ -x $RECEIVE_IMAGE ]] || fail "no receive_image binary at '$RECEIVE_IMAGE'"
 
 M=$((1024 * 1024))
 sparse_file "$scratch/src.img" $((48 * M + 1234))
@@ -90,5 +93,59 @@ assert_le "seconds for sluice copy to stop on SIGINT while opening" $((SECONDS -
 expect_fail 1 "copy failed: $scratch/missing.img: No such file or directory" \
   "$EMBED_COPY" "$scratch/missing.img" "$scratch/out.img"
 expect_fail 2 "usage" "$EMBED_COPY" "$scratch/src.img"
+
+# The receiving side: listening on port 0, it prints the URI a sender needs.
+# receive_image ARGS...: starts it; sets recv_pid and recv_uri.
+start_receive_image() {
+  rm -f "$scratch/recv.uri"
+  "$RECEIVE_IMAGE" "$@" >"$scratch/recv.uri" 2>"$scratch/recv.err" &
+  recv_pid=$!
+  on_exit "kill $recv_pid 2>/dev/null"
+  recv_uri=
+  for _ in $(seq 200); do
+    recv_uri=$(head -n1 "$scratch/recv.uri" 2>/dev/null)
+    [[ -n $recv_uri ]] && break
+    kill -0 $recv_pid 2>/dev/null || break
+    sleep 0.05
+  done
+  [[ -n $recv_uri ]] || fail "receive_image printed no address: $(cat "$scratch/recv.err")"
+}
+finish_receive_image() {
+  local status=0
+  wait $recv_pid || status=$?
+  return $status
+}
+
+log "receive_image: a Chunked image over TCP on a port it picked"
+start_receive_image tcp://127.0.0.1:0 "$scratch/received.img" $((48 * M + 1234))
+[[ $recv_uri =~ ^tcp://127\.0\.0\.1:[0-9]+$ && $recv_uri != *:0 ]] || fail "receive_image listens at '$recv_uri'"
+expect_ok "$SLUICE" copy "$scratch/src.img" "$recv_uri"
+finish_receive_image || fail "receive_image failed: $(cat "$scratch/recv.err")"
+same_content "$scratch/src.img" "$scratch/received.img"
+grep -q "received $((48 * M + 1234)) bytes from tcp 127.0.0.1:[0-9]* into $scratch/received.img" "$scratch/recv.err" ||
+  fail "receive_image did not report the image: $(cat "$scratch/recv.err")"
+
+log "receive_image: over a Unix socket, into the image it received before"
+write_random "$scratch/src.img" 30M 2M
+start_receive_image "unix://$scratch/recv.sock" "$scratch/received.img"
+[[ $recv_uri == "unix://$scratch/recv.sock" ]] || fail "receive_image listens at '$recv_uri'"
+expect_ok "$SLUICE" copy "$scratch/src.img" "$recv_uri"
+finish_receive_image || fail "receive_image failed: $(cat "$scratch/recv.err")"
+same_content "$scratch/src.img" "$scratch/received.img"
+[[ ! -e $scratch/recv.sock ]] || fail "receive_image left its socket file behind"
+
+log "receive_image: a sender that stops half way is an error, not a received image"
+start_receive_image tcp://127.0.0.1:0 "$scratch/half.img" 8M
+"$PYTHON" -c '
+import socket, struct, sys
+host, port = sys.argv[1].rsplit("/", 1)[1].rsplit(":", 1)
+s = socket.create_connection((host, int(port)))
+s.sendall(struct.pack("<QI", 0, 4096) + b"x" * 4096)
+s.close()' "$recv_uri"
+status=0
+finish_receive_image || status=$?
+[[ $status -eq 1 ]] && grep -q "receive failed: .*without the terminator" "$scratch/recv.err" ||
+  fail "receive_image on a truncated stream: exit $status, $(cat "$scratch/recv.err")"
+expect_fail 1 "receive failed: --output null: keeps nothing and so has no size" "$RECEIVE_IMAGE" tcp://127.0.0.1:0 null:
 
 log "ok"

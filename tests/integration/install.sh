@@ -23,7 +23,7 @@ expect_ok "$root$configured/bin/sluice" --version
 read -r -a cxx <<<"${CXX_COMMAND:-c++}"
 extra=()
 [[ ${SANITIZE:-none} == none ]] || extra+=("-fsanitize=$SANITIZE")
-for example in embed_copy blocking_copy; do
+for example in embed_copy blocking_copy receive_image; do
   log "building $example against the installed files"
   # shellcheck disable=SC2046  # pkg-config output is a list of words by design
   "${cxx[@]}" -std=c++20 -Wall -Wextra -Werror "${extra[@]}" -o "$scratch/$example" \
@@ -55,4 +55,16 @@ same_content "$scratch/src.img" "$scratch/back.img"
 kill "$server"
 wait "$server" || fail "sluice serve did not exit 0 on SIGTERM: $(cat "$scratch/serve.log")"
 same_content "$scratch/src.img" "$scratch/export.img"
+
+log "and the installed receive_image takes a Chunked image from the installed sluice"
+"$scratch/receive_image" "unix://$scratch/recv.sock" "$scratch/received.img" "$(size_of "$scratch/src.img")" \
+  >"$scratch/recv.uri" 2>"$scratch/recv.log" &
+receiver=$!
+on_exit "kill $receiver 2>/dev/null"
+for _ in $(seq 1 100); do [[ -s $scratch/recv.uri ]] && break; sleep 0.05; done
+[[ $(cat "$scratch/recv.uri") == "unix://$scratch/recv.sock" ]] ||
+  fail "receive_image did not say where it listens: $(cat "$scratch/recv.log")"
+expect_ok "$root$configured/bin/sluice" copy "$scratch/src.img" "unix://$scratch/recv.sock"
+wait "$receiver" || fail "receive_image failed: $(cat "$scratch/recv.log")"
+same_content "$scratch/src.img" "$scratch/received.img"
 log "ok"

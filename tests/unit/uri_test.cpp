@@ -44,6 +44,16 @@ TEST_CASE("NBD URIs as libnbd writes them") {
   CHECK(uri->authority() == "[::1]:10809");
 }
 
+TEST_CASE("Port 0 is for listening only") {
+  auto peer = parse_uri("nbd://host:0/disk");
+  REQUIRE_FALSE(peer);
+  CHECK(peer.error().message.find("invalid port '0'") != std::string::npos);
+  auto listener = parse_uri("tcp://127.0.0.1:0", PortZero::allowed);
+  REQUIRE(listener);
+  CHECK(listener->port == 0);
+  CHECK_FALSE(parse_uri("tcp://127.0.0.1:65536", PortZero::allowed));
+}
+
 TEST_CASE("HTTP import URIs keep the raw path and query") {
   auto uri = parse_uri("https://root:secret@host/import_raw_vdi?vdi=OpaqueRef%3Aab&session_id=x");
   REQUIRE(uri);

@@ -1,15 +1,13 @@
-// sluice serve --protocol nbd: the configured files and devices as NBD exports.
+// Receiving over NBD (`sluice serve --protocol nbd`): the configured files and devices
+// as NBD exports.
 #include <fcntl.h>
 
-#include <set>
-
-#include "apps/sluice/serve_service.hpp"
-#include "apps/sluice/usage_error.hpp"
+#include "apps/libsluice/receive_service.hpp"
 #include "protocols/nbd/server/nbd_server.hpp"
 #include "storage/file_image.hpp"
 #include "storage/image_file.hpp"
 
-namespace sluice::cli {
+namespace sluice {
 
 namespace {
 
@@ -24,14 +22,12 @@ std::string describe_export(const FileImage& image, bool read_only) {
 
 }  // namespace
 
-Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options,
-                                      const std::vector<UniqueFd>& device_claims) {
+Result<ReceiveService> make_nbd_export_service(executor ex, const ReceiverOptions& options,
+                                               const std::vector<UniqueFd>& device_claims) {
   nbd::ServerConfig config;
   config.zero_copy = options.zero_copy;
-  std::set<std::string> names;
   for (std::size_t i = 0; i < options.exports.size(); ++i) {
     const ExportSpec& spec = options.exports[i];
-    if (!names.insert(spec.name).second) throw UsageError("--export: the name '" + spec.name + "' is used twice");
     FileImageOptions image_options;
     image_options.read_only = options.read_only;
     image_options.direct = options.direct;
@@ -43,8 +39,6 @@ Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options,
   }
 
   const bool credentials = !options.tls.certificate.empty() || !options.tls.psk_file.empty();
-  if (options.tls_mode == "require" && !credentials)
-    throw UsageError("--tls=require needs --tls-cert and --tls-key, or --tls-psk-file");
   if (credentials && options.tls_mode != "off") {
     auto tls = TlsContext::create(TlsRole::server, options.tls);
     if (!tls) return tl::unexpected(tls.error());
@@ -57,13 +51,13 @@ Result<ServeService> make_nbd_service(executor ex, const ServeOptions& options,
   config.handshake_timeout = options.handshake_timeout;
 
   auto server = std::make_shared<nbd::NbdServer>(std::move(config));
-  ServeService service;
+  ReceiveService service;
   service.handler = [server](std::unique_ptr<Stream> stream) { return server->serve(std::move(stream)); };
   service.stop = [server] { server->stop(); };
   return service;
 }
 
-Result<std::vector<UniqueFd>> claim_export_devices(const ServeOptions& options) {
+Result<std::vector<UniqueFd>> claim_export_devices(const ReceiverOptions& options) {
   std::vector<UniqueFd> claims(options.exports.size());
   if (options.read_only) return claims;
   for (std::size_t i = 0; i < options.exports.size(); ++i) {
@@ -79,4 +73,4 @@ Result<std::vector<UniqueFd>> claim_export_devices(const ServeOptions& options) 
   return claims;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice

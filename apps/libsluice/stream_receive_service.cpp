@@ -1,5 +1,5 @@
-// `sluice serve --protocol chunked|raw [--http]`: each connection's stream is written
-// into --output, as vhd-tool's `serve` does for xapi: the output is opened for every
+// Receiving Chunked and raw streams (`sluice serve --protocol chunked|raw [--http]`):
+// each connection's stream is written into --output, as vhd-tool's `serve` does for xapi: the output is opened for every
 // connection without being truncated (it is usually the attached disk), and success
 // is reported only once the data was flushed. `--output null:` keeps nothing: a link
 // test, with every header still checked against --size.
@@ -7,11 +7,10 @@
 #include <cerrno>
 #include <unistd.h>
 
-#include <cstdio>
 #include <memory>
 #include <set>
 
-#include "apps/sluice/serve_service.hpp"
+#include "apps/libsluice/receive_service.hpp"
 #include "engine/net/deadline.hpp"
 #include "engine/unique_fd.hpp"
 #include "protocols/chunked/chunked_receiver.hpp"
@@ -23,14 +22,14 @@
 #include "storage/image_file.hpp"
 #include "storage/null_destination.hpp"
 
-namespace sluice::cli {
+namespace sluice {
 
 namespace {
 
 constexpr const char* null_output = "null:";
 
 // The image's size: --size, or what the output already holds.
-Result<std::uint64_t> image_size(const ServeOptions& options) {
+Result<std::uint64_t> image_size(const ReceiverOptions& options) {
   // The command line has refused --size 0, and null: without --size.
   if (options.size) return *options.size;
   auto opened = open_image_file(options.output, O_RDONLY);
@@ -47,7 +46,7 @@ Result<std::uint64_t> image_size(const ServeOptions& options) {
   return info->size;
 }
 
-Result<std::unique_ptr<Destination>> open_output(executor ex, const ServeOptions& options, std::uint64_t size) {
+Result<std::unique_ptr<Destination>> open_output(executor ex, const ReceiverOptions& options, std::uint64_t size) {
   if (options.output == null_output) return std::unique_ptr<Destination>(std::make_unique<NullDestination>());
   FileOptions file;
   file.direct = options.direct;
@@ -57,11 +56,12 @@ Result<std::unique_ptr<Destination>> open_output(executor ex, const ServeOptions
   return std::unique_ptr<Destination>(std::move(*output));
 }
 
-// The transfers being received, so that a second stop signal can cut them. The stream
-// receiver runs on one loop, as does whatever touches this: no locks.
+// The transfers being received, so that abort() can cut them. The stream receiver
+// runs on one loop, as does whatever touches this: no locks.
 struct LiveTransfers {
   std::set<Stream*> streams;
   bool aborted = false;
+  std::uint64_t connections = 0;  // numbers the senders for ReceiveProgress
 
   void abort() {
     aborted = true;
@@ -69,7 +69,7 @@ struct LiveTransfers {
   }
 };
 
-awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptions> options,
+awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ReceiverOptions> options,
                                    std::shared_ptr<LiveTransfers> live, std::unique_ptr<Stream> stream) {
   const std::string peer = stream->peer();
   live->streams.insert(stream.get());
@@ -119,11 +119,11 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
   ReceiveOptions receive;
   receive.image_size = *size;
   receive.zero_copy = options->zero_copy;
-  std::shared_ptr<ProgressReporter> reporter;
-  if (options->progress) {
-    reporter = std::make_shared<ProgressReporter>(*options->progress);
-    receive.progress = [reporter](const ProgressUpdate& update) { reporter->update(update); };
-  }
+  const std::uint64_t connection = ++live->connections;
+  if (options->progress)
+    receive.progress = [options, connection](const ProgressUpdate& update) {
+      options->progress(ReceiveProgress{connection, update, false, false});
+    };
   // Not a conditional expression: g++ 12 destroys the temporary of a co_await inside
   // `?:` twice.
   Result<ReceiveResult> result;
@@ -131,32 +131,30 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ServeOptio
     result = co_await receive_raw(reader, **output, receive);
   else
     result = co_await receive_chunked(reader, **output, receive);
-  if (reporter) reporter->finish(ProgressUpdate{result ? *size : 0, *size, result ? result->seconds : 0}, bool(result));
+  if (options->progress)
+    options->progress(ReceiveProgress{connection, ProgressUpdate{result ? *size : 0, *size, result ? result->seconds : 0},
+                                      true, bool(result)});
   if (!result) {
     // A reset, not a close: the sender, which gets no reply in these protocols, must
     // not take the end of the connection for the receiver's success.
     stream->reset();
     if (live->aborted)
       co_return failed(Error{std::make_error_code(std::errc::interrupted),
-                             "aborted by a second stop signal after " +
+                             "aborted after " +
                                  std::to_string(reader.position()) + " bytes; " + options->output +
                                  " is incomplete"});
     co_return failed(idle.expired() ? idle_error() : result.error());
   }
   co_await stream->close();
-  const std::string cipher = stream->stats().tls_cipher;
-  std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes%s%s into %s (%s)\n", peer.c_str(),
-               static_cast<unsigned long long>(result->bytes_written),
-               static_cast<unsigned long long>(result->writes), cipher.empty() ? "" : " over TLS ",
-               cipher.c_str(), options->output.c_str(), options->output == null_output ? "discarded" : "flushed");
+  if (options->received)
+    options->received(ReceivedImage{connection, peer, options->output, result->bytes_written, result->writes,
+                                    result->seconds, stream->stats().tls_cipher});
   co_return Status{};
 }
 
 }  // namespace
 
-Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& options) {
-  if (options.protocol != "chunked" && options.protocol != "raw")
-    return fail(std::errc::invalid_argument, "--protocol " + options.protocol + " is not a stream protocol");
+Result<ReceiveService> make_stream_receive_service(executor ex, const ReceiverOptions& options) {
   // Check the output up front, so a misconfigured server fails at start, not on the
   // first connection.
   auto size = image_size(options);
@@ -166,9 +164,9 @@ Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& optio
   // must be that large). A directory, a read-only file, or a size the filesystem
   // cannot have (--size 8E) is then found at start, not by every sender.
   if (auto output = open_output(ex, options, *size); !output) return tl::unexpected(output.error());
-  auto shared = std::make_shared<const ServeOptions>(options);
+  auto shared = std::make_shared<const ReceiverOptions>(options);
   auto live = std::make_shared<LiveTransfers>();
-  ServeService service;
+  ReceiveService service;
   service.handler = [ex, shared, live](std::unique_ptr<Stream> stream) {
     return serve_connection(ex, shared, live, std::move(stream));
   };
@@ -176,4 +174,4 @@ Result<ServeService> make_stream_receiver(executor ex, const ServeOptions& optio
   return service;
 }
 
-}  // namespace sluice::cli
+}  // namespace sluice
