@@ -206,8 +206,7 @@ class ProgressDisplays {
  public:
   explicit ProgressDisplays(ProgressStyle style) : style_(style) {}
   void show(const ReceiveProgress& progress) {
-    auto [at, fresh] = displays_.try_emplace(progress.connection, style_);
-    (void)fresh;
+    auto at = displays_.try_emplace(progress.connection, style_).first;
     if (!progress.finished) return at->second.update(progress.update);
     at->second.finish(progress.update, progress.succeeded);
     displays_.erase(at);
