@@ -60,6 +60,7 @@ awaitable<Status> ServerLoop::run() {
       break;
     }
     accept_starved_ = false;
+    if (active_ >= options_.max_connections) co_await wait_for_a_slot();
     if (active_ >= options_.max_connections) {
       options_.report(Error{std::make_error_code(std::errc::too_many_files_open),
                             "refused a connection from " + describe_peer(socket) + ": already serving " +
@@ -77,6 +78,21 @@ awaitable<Status> ServerLoop::run() {
   if (!first) co_return first;
   if (!rest && !rest.error().is_cancellation()) co_return rest;
   co_return Status{};
+}
+
+awaitable<void> ServerLoop::wait_for_a_slot() {
+  // A connection that has just ended can still hold its slot: the sender saw the close
+  // (a Chunked receiver closes once the image is flushed) and connected again, and its
+  // accept completed before the handler that closed resumed to give the slot back. A
+  // sender of images one after another (xapi) must not be refused for that instant, so
+  // a full server looks again for a moment before it refuses.
+  auto ex = co_await asio::this_coro::executor;
+  co_await asio::post(ex, asio::use_awaitable);  // completions already queued run first
+  asio::steady_timer pause(ex);
+  for (int i = 0; i < 25 && active_ >= options_.max_connections && !stopping_; ++i) {
+    pause.expires_after(std::chrono::milliseconds(10));
+    co_await pause.async_wait(use_nothrow);
+  }
 }
 
 bool ServerLoop::is_transient_accept_error(const asio::error_code& ec) {

@@ -3,8 +3,9 @@
 //
 //  - A tls:// listener runs the TLS handshake before the handler sees the stream
 //    (NBD instead negotiates STARTTLS itself, on a plain stream).
-//  - At most `max_connections` at once; more are accepted and closed at once, so a
-//    client learns it was refused instead of hanging in the backlog.
+//  - At most `max_connections` at once; more are accepted and closed (after at most
+//    a quarter second's wait for a slot being given back), so a client learns it was
+//    refused instead of hanging in the backlog.
 //  - stop() (SIGTERM, SIGINT) stops accepting; run() then waits for the connections
 //    in progress, which the handlers finish cleanly.
 //  - With `once`, the first connection is the only one and its result is run()'s.
@@ -66,6 +67,8 @@ class ServerLoop {
   // On the worker's loop: the TLS handshake if any, then the handler.
   awaitable<Status> serve_on_worker(Socket socket, const ConnectionHandler& handler);
   std::size_t pick_worker() const;
+  // At the connection limit: a moment's grace for a slot that is being given back.
+  awaitable<void> wait_for_a_slot();
   // Errors accept() can return while the process or system is short of descriptors or
   // memory: worth waiting out, not ending the server for.
   static bool is_transient_accept_error(const asio::error_code& ec);
