@@ -17,7 +17,6 @@ namespace sluice {
 
 namespace {
 
-constexpr const char* null_output = "null:";
 constexpr std::size_t default_max_connections = 16;
 
 Status refuse(std::string message) { return fail(std::errc::invalid_argument, std::move(message)); }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/copy_options.hpp"
@@ -15,6 +16,9 @@
 #include "engine/net/tls_options.hpp"
 
 namespace sluice {
+
+// The Chunked and raw output that keeps nothing: a link test, iperf3's receiving end.
+inline constexpr std::string_view null_output = "null:";
 
 // An NBD export: a name clients ask for and the file or block device behind it.
 struct ExportSpec {

@@ -26,7 +26,6 @@ namespace sluice {
 
 namespace {
 
-constexpr const char* null_output = "null:";
 
 // The image's size: --size, or what the output already holds.
 Result<std::uint64_t> image_size(const ReceiverOptions& options) {

@@ -218,7 +218,7 @@ class ProgressDisplays {
 };
 
 void say_received(const ReceivedImage& image) {
-  const bool discarded = image.output == "null:";
+  const bool discarded = image.output == null_output;
   std::fprintf(stderr, "sluice: %s: received %llu bytes in %llu writes%s%s into %s (%s)\n", image.peer.c_str(),
                static_cast<unsigned long long>(image.bytes_written), static_cast<unsigned long long>(image.writes),
                image.tls_cipher.empty() ? "" : " over TLS ", image.tls_cipher.c_str(), image.output.c_str(),
@@ -287,8 +287,7 @@ int serve_command(int argc, char** argv) {
     return exit_transfer_error;
   }
   if (!*result) {
-    // Aborted transfers were each reported as they failed.
-    if ((*result).error().code != std::errc::interrupted || options.once) say_error((*result).error());
+    say_error((*result).error());
     return exit_transfer_error;
   }
   return exit_ok;

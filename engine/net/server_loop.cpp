@@ -19,6 +19,7 @@ ServerLoop::ServerLoop(Acceptor acceptor, ConnectionHandler handler, ServerLoopO
 
 ServerLoop::ServerLoop(Acceptor acceptor, std::vector<ServerWorker> workers, ServerLoopOptions options)
     : acceptor_(std::move(acceptor)),
+      slot_freed_(acceptor_.get_executor()),
       workers_(std::move(workers)),
       worker_load_(workers_.size(), 0),
       options_(std::move(options)) {
@@ -28,6 +29,7 @@ ServerLoop::ServerLoop(Acceptor acceptor, std::vector<ServerWorker> workers, Ser
 
 void ServerLoop::stop() {
   stopping_ = true;
+  slot_freed_.cancel();
   asio::error_code ignored;
   acceptor_.cancel(ignored);
   acceptor_.close(ignored);
@@ -86,13 +88,10 @@ awaitable<void> ServerLoop::wait_for_a_slot() {
   // accept completed before the handler that closed resumed to give the slot back. A
   // sender of images one after another (xapi) must not be refused for that instant, so
   // a full server looks again for a moment before it refuses.
-  auto ex = co_await asio::this_coro::executor;
-  co_await asio::post(ex, asio::use_awaitable);  // completions already queued run first
-  asio::steady_timer pause(ex);
-  for (int i = 0; i < 25 && active_ >= options_.max_connections && !stopping_; ++i) {
-    pause.expires_after(std::chrono::milliseconds(10));
-    co_await pause.async_wait(use_nothrow);
-  }
+  // serve_one() and stop() cancel the wait; a connection ends on this loop, so it
+  // cannot slip in between the caller's count and the wait.
+  slot_freed_.expires_after(std::chrono::milliseconds(250));
+  co_await slot_freed_.async_wait(use_nothrow);
 }
 
 bool ServerLoop::is_transient_accept_error(const asio::error_code& ec) {
@@ -137,6 +136,7 @@ awaitable<Status> ServerLoop::serve_one(Socket socket) {
   }
   --worker_load_[index];
   --active_;
+  slot_freed_.cancel();
   if (!status && !options_.once) {
     Error e = status.error();
     if (e.message.find(peer) == std::string::npos) e.message = peer + ": " + e.message;

@@ -22,6 +22,8 @@
 #include <memory>
 #include <vector>
 
+#include <asio/steady_timer.hpp>
+
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
 #include "engine/net/address.hpp"
@@ -74,6 +76,7 @@ class ServerLoop {
   static bool is_transient_accept_error(const asio::error_code& ec);
 
   Acceptor acceptor_;
+  asio::steady_timer slot_freed_;  // what wait_for_a_slot() waits on
   std::vector<ServerWorker> workers_;
   std::vector<std::size_t> worker_load_;  // connections each worker is serving
   ServerLoopOptions options_;

@@ -110,17 +110,12 @@ start_receive_image() {
   done
   [[ -n $recv_uri ]] || fail "receive_image printed no address: $(cat "$scratch/recv.err")"
 }
-finish_receive_image() {
-  local status=0
-  wait $recv_pid || status=$?
-  return $status
-}
 
 log "receive_image: a Chunked image over TCP on a port it picked"
 start_receive_image tcp://127.0.0.1:0 "$scratch/received.img" $((48 * M + 1234))
 [[ $recv_uri =~ ^tcp://127\.0\.0\.1:[0-9]+$ && $recv_uri != *:0 ]] || fail "receive_image listens at '$recv_uri'"
 expect_ok "$SLUICE" copy "$scratch/src.img" "$recv_uri"
-finish_receive_image || fail "receive_image failed: $(cat "$scratch/recv.err")"
+wait $recv_pid || fail "receive_image failed: $(cat "$scratch/recv.err")"
 same_content "$scratch/src.img" "$scratch/received.img"
 grep -q "received $((48 * M + 1234)) bytes from tcp 127.0.0.1:[0-9]* into $scratch/received.img" "$scratch/recv.err" ||
   fail "receive_image did not report the image: $(cat "$scratch/recv.err")"
@@ -130,7 +125,7 @@ write_random "$scratch/src.img" 30M 2M
 start_receive_image "unix://$scratch/recv.sock" "$scratch/received.img"
 [[ $recv_uri == "unix://$scratch/recv.sock" ]] || fail "receive_image listens at '$recv_uri'"
 expect_ok "$SLUICE" copy "$scratch/src.img" "$recv_uri"
-finish_receive_image || fail "receive_image failed: $(cat "$scratch/recv.err")"
+wait $recv_pid || fail "receive_image failed: $(cat "$scratch/recv.err")"
 same_content "$scratch/src.img" "$scratch/received.img"
 [[ ! -e $scratch/recv.sock ]] || fail "receive_image left its socket file behind"
 
@@ -143,7 +138,7 @@ s = socket.create_connection((host, int(port)))
 s.sendall(struct.pack("<QI", 0, 4096) + b"x" * 4096)
 s.close()' "$recv_uri"
 status=0
-finish_receive_image || status=$?
+wait $recv_pid || status=$?
 [[ $status -eq 1 ]] && grep -q "receive failed: .*without the terminator" "$scratch/recv.err" ||
   fail "receive_image on a truncated stream: exit $status, $(cat "$scratch/recv.err")"
 expect_fail 1 "receive failed: --output null: keeps nothing and so has no size" "$RECEIVE_IMAGE" tcp://127.0.0.1:0 null:
