@@ -120,6 +120,11 @@ struct Receiver::State {
 
 Status Receiver::check(ReceiverOptions& o) {
   if (o.listen.empty()) return refuse("serve needs --listen URI");
+  if (o.threads > ReceiverOptions::max_threads)
+    return refuse("--threads must be between 1 and " + std::to_string(ReceiverOptions::max_threads));
+  if (o.max_connections > ReceiverOptions::max_connections_limit)
+    return refuse("--max-connections must be between 1 and " +
+                  std::to_string(ReceiverOptions::max_connections_limit));
   Status fits;
   if (o.protocol == "nbd")
     fits = check_nbd(o);

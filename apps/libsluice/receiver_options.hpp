@@ -60,8 +60,10 @@ struct ReceiverOptions {
   std::vector<ExportSpec> exports;  // only these names are served
   bool read_only = false;
   std::string tls_mode;  // "require" or "off"; empty: require when credentials are given
-  // Event-loop threads serving connections (0: one per CPU, at most 8). Chunked and raw
-  // use one: a single image is written by one sender at a time.
+  // Event-loop threads serving connections (0: one per CPU, at most 8; never more than
+  // max_threads). Chunked and raw use one: a single image is written by one sender at
+  // a time.
+  static constexpr std::size_t max_threads = 64;
   std::size_t threads = 0;
 
   // Both.
@@ -69,7 +71,9 @@ struct ReceiverOptions {
   bool direct = false;  // O_DIRECT writes
   bool zero_copy = true;  // splice payloads between plain sockets and the storage
   // Refuse connections beyond this many at once. Chunked and raw into a file take one
-  // (two senders would interleave two images): 0 picks that, or 16 otherwise.
+  // (two senders would interleave two images): 0 picks that, or 16 otherwise. A bound
+  // on descriptors and memory, so it is itself bounded.
+  static constexpr std::size_t max_connections_limit = 4096;
   std::size_t max_connections = 0;
   std::chrono::seconds handshake_timeout{30};  // TLS, NBD option haggling, the HTTP request
   TlsOptions tls;  // tls:// listeners and NBD STARTTLS: certificate and key, or a PSK file

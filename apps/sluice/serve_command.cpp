@@ -155,13 +155,18 @@ ServeOptions parse(int argc, char** argv) {
         break;
       case opt_max_connections: {
         auto n = count_argument("max-connections", optarg);
-        if (n == 0 || n > 4096) throw UsageError("--max-connections must be between 1 and 4096");
+        // 0 means "the default" to the library, not to someone who typed it; the upper
+        // bound is the library's (Receiver::check).
+        if (n == 0)
+          throw UsageError("--max-connections must be between 1 and " +
+                           std::to_string(ReceiverOptions::max_connections_limit));
         o.max_connections = static_cast<std::size_t>(n);
         break;
       }
       case opt_threads: {
         auto n = count_argument("threads", optarg);
-        if (n == 0 || n > 64) throw UsageError("--threads must be between 1 and 64");
+        if (n == 0)
+          throw UsageError("--threads must be between 1 and " + std::to_string(ReceiverOptions::max_threads));
         o.threads = static_cast<std::size_t>(n);
         break;
       }

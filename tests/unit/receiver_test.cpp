@@ -161,6 +161,13 @@ TEST_CASE("Receiver::check: refuses what the protocol has no use for, fills in t
   nbd.listen = "tls://127.0.0.1:0";
   CHECK(refused(nbd).find("NBD negotiates TLS itself") == 0);
   nbd.listen = "tcp://127.0.0.1:0";
+  nbd.threads = 65;  // the CLI's bounds hold for an embedder too
+  CHECK(refused(nbd) == "--threads must be between 1 and 64");
+  nbd.threads = 64;
+  nbd.max_connections = 4097;
+  CHECK(refused(nbd) == "--max-connections must be between 1 and 4096");
+  nbd.max_connections = 4096;
+  CHECK(Receiver::check(nbd));
   nbd.output = "x.img";
   CHECK(refused(nbd) == "--output and --http are for chunked and raw");
 
