@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/net/tls_context.hpp"
 #include "engine/task_group.hpp"
 #include "protocols/nbd/client/connection.hpp"
 #include "protocols/nbd/client/handshake.hpp"
@@ -523,6 +524,39 @@ awaitable<void> measured_round_trip(std::chrono::milliseconds delay) {
   CHECK(co_await serving.join());
 }
 
+// The options go out in libnbd's order, and only those the connection needs: a source
+// asks for the allocation map, a destination does not; with TLS, STARTTLS comes first
+// and a server that refuses it gets nothing more than ABORT.
+awaitable<void> option_order(bool tls, bool allocation_map, std::vector<Option> expected) {
+  auto ex = co_await asio::this_coro::executor;
+  auto sockets = test::socket_pair(ex);
+  FakeServer server(std::move(sockets.second));
+  TaskGroup serving(ex);
+  serving.spawn(serve(server, FakeServerOptions{}, &nothing_more));
+  ClientOptions options;
+  options.allocation_map = allocation_map;
+  if (tls) {
+    options.tls = true;
+    auto context = TlsContext::create(TlsRole::client, TlsOptions{});
+    REQUIRE(context);
+    options.tls_context = *context;
+  }
+  auto negotiated = co_await negotiate(std::make_unique<SocketStream>(std::move(sockets.first)), options);
+  if (tls) {
+    REQUIRE_FALSE(negotiated);
+    CHECK(contains(negotiated.error().message, "server refused STARTTLS: option not supported (NBD_REP_ERR_UNSUP)"));
+    CHECK(contains(negotiated.error().message, "TLS is required"));
+    server.stream().abort();
+  } else {
+    REQUIRE(negotiated);
+    Connection connection(ex, std::move(negotiated->stream), std::move(negotiated->facts), std::chrono::seconds(0));
+    connection.start();
+    co_await connection.disconnect();
+  }
+  co_await serving.join();
+  CHECK(server.options_seen() == expected);
+}
+
 awaitable<void> advertised_sizes(BlockSizes sizes, bool valid) {
   auto ex = co_await asio::this_coro::executor;
   auto sockets = test::socket_pair(ex);
@@ -560,6 +594,12 @@ TEST_CASE("NBD client handshake: EXPORT_NAME where GO is not understood; block s
   test::run(export_name_fallback());
   test::run(advertised_sizes(BlockSizes{65536, 65536, 1u << 20}, true));
   test::run(advertised_sizes(BlockSizes{3, 4096, 1u << 20}, false));
+}
+
+TEST_CASE("NBD client handshake: options in libnbd's order, only those needed") {
+  test::run(option_order(false, true, {Option::structured_reply, Option::set_meta_context, Option::go}));
+  test::run(option_order(false, false, {Option::structured_reply, Option::go}));
+  test::run(option_order(true, true, {Option::starttls, Option::abort}));
 }
 
 TEST_CASE("NBD client handshake: the option round trip is measured") {

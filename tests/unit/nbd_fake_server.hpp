@@ -89,6 +89,7 @@ class FakeServer {
       if (Status s = co_await stream_.read_exactly(head); !s) co_return s;
       auto header = decode_option_header(head);
       if (!header) co_return tl::unexpected(header.error());
+      options_seen_.push_back(header->option);
       std::vector<std::byte> data(header->length);
       if (!data.empty()) {
         if (Status s = co_await stream_.read_exactly(data); !s) co_return s;
@@ -157,8 +158,12 @@ class FakeServer {
 
   SocketStream& stream() { return stream_; }
 
+  // Every option the client sent, in order.
+  const std::vector<nbd::Option>& options_seen() const { return options_seen_; }
+
  private:
   SocketStream stream_;
+  std::vector<nbd::Option> options_seen_;
 };
 
 }  // namespace sluice::test

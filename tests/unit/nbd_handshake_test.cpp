@@ -385,6 +385,15 @@ TEST_CASE("option errors become messages a person can act on") {
         "server refused STRUCTURED_REPLY: option not supported (NBD_REP_ERR_UNSUP)");
   CHECK(unsup.code == std::errc::not_supported);
 
+  Error policy = option_error(Option::starttls, OptionReplyType::err_policy, {}, "");
+  CHECK(policy.message == "server refused STARTTLS: forbidden by server policy (NBD_REP_ERR_POLICY)");
+  CHECK(policy.code == std::errc::permission_denied);
+
+  Error block_size = option_error(Option::go, OptionReplyType::err_block_size_reqd, {}, "x");
+  CHECK(block_size.message ==
+        "server refused GO for export 'x': block size negotiation required (NBD_REP_ERR_BLOCK_SIZE_REQD)");
+  CHECK(block_size.code == std::errc::invalid_argument);
+
   // Whatever the server sends, nothing unprintable reaches the message.
   auto nasty = test::text_of("bad\x1b]0;pwned\x07");
   Error sanitised = option_error(Option::list, static_cast<OptionReplyType>(0x80000042), nasty);
