@@ -54,6 +54,22 @@ cp "$scratch/src" "$scratch/vm:disk.img"
 same_content "$scratch/src" "$scratch/copy:of.img"
 rm -f "$scratch/vm:disk.img" "$scratch/copy:of.img"
 
+log "--help and --version: on stdout, exit 0"
+for help in "--help" "copy --help" "info --help" "serve --help"; do
+  # shellcheck disable=SC2086 # the command and its flag are two words
+  expect_ok "$SLUICE" $help
+  [[ -n $out && -z $err ]] || fail "'sluice $help' wrote to stderr or nothing to stdout: $err"
+done
+expect_ok "$SLUICE" --help
+for command in copy info serve; do [[ $out == *"$command"* ]] || fail "--help does not name '$command': $out"; done
+expect_ok "$SLUICE" copy --help
+for option in --depth --request-size --sparse= --direct --progress --stats --prezeroed --no-flush; do
+  [[ $out == *"$option"* ]] || fail "copy --help does not document $option: $out"
+done
+expect_ok "$SLUICE" --version
+version=$(sed -n "s/^ *version : '\\(.*\\)',\$/\\1/p" "$SOURCE_ROOT/meson.build" | head -n 1)
+[[ -n $version && $out == "sluice $version" ]] || fail "--version printed '$out', meson.build says '$version'"
+
 log "endpoints the command line got wrong: usage errors (exit 2), nothing opened"
 # Each is refused before either end is touched: a destination file named first is not
 # created, and a malformed destination does not wait for a source's server.

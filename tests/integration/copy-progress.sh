@@ -122,4 +122,27 @@ else:
 assert s["writes"] >= 2 and s["seconds"] >= 0 and s["mib_per_second"] >= 0, s
 EOF
 
+log "--progress with no style: a bar when stderr is a terminal, JSON lines otherwise"
+rm -f "$scratch/big.copy"
+# script(1) gives the copy a terminal; what the terminal showed comes back in its typescript.
+expect_ok script -qec "'$SLUICE' copy --progress --depth 1 --request-size 64k '$scratch/big' '$scratch/big.copy'" \
+  "$scratch/typescript"
+same_content "$scratch/big" "$scratch/big.copy"
+screen=$(tr -d '\n' <"$scratch/typescript")
+[[ $screen == *$'\r'"[##############################] 100%  64.0 MiB / 64.0 MiB"* ]] ||
+  fail "no finished bar on the terminal: $(cat -v "$scratch/typescript")"
+[[ $screen != *'"done"'* ]] || fail "JSON on a terminal: $(cat -v "$scratch/typescript")"
+rm -f "$scratch/big.copy"
+expect_ok "$SLUICE" copy --progress --depth 1 --request-size 4k "$scratch/big" "$scratch/big.copy"
+same_content "$scratch/big" "$scratch/big.copy"
+[[ $(tail -n 1 <<<"$err") == '{"done":67108864,"total":67108864,"percent":100,'* ]] ||
+  fail "--progress to a file is not JSON lines: $err"
+
+log "--progress=bar asked for explicitly, to a file"
+rm -f "$scratch/big.copy"
+expect_ok "$SLUICE" copy --progress=bar "$scratch/big" "$scratch/big.copy"
+same_content "$scratch/big" "$scratch/big.copy"
+[[ $err == *$'\r'"[##############################] 100%  64.0 MiB / 64.0 MiB"* ]] || fail "no bar: $(cat -v <<<"$err")"
+[[ -z $out ]] || fail "--progress=bar wrote to stdout: $out"
+
 log "ok"

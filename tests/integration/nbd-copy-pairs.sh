@@ -1,6 +1,7 @@
 #!/bin/bash
 # Every copy pair through nbdkit's memory plugin, over TCP and a Unix socket:
-# file -> nbd, nbd -> file, nbd -> null:, nbd -> nbd; `sluice info` on an export;
+# file -> nbd, nbd -> file, nbd -> null:, nbd -> nbd, nbd -> Chunked and raw streams;
+# `sluice info` on an export;
 # tcp:// and unix:// with --protocol nbd; the allocation map as the source's extents;
 # --allocated (WRITE_ZEROES with NO_HOLE, seen in nbdkit's log) and the default
 # (WRITE_ZEROES that may punch). Every copy is checked by reading the export back with
@@ -97,6 +98,30 @@ nbdkit_unix mem5 memory 1G
 expect_copy "$unix_uri" "$uri"
 read_export "$uri" "$scratch/readback.img"
 same_content "$scratch/sparse.img" "$scratch/readback.img"
+
+log "nbd -> Chunked (TCP) and raw (Unix socket) streams, received by sluice serve"
+# The NBD source's extents drive the stream: Chunked skips nothing without --prezeroed
+# (the receiver never zero-fills), raw sends every byte.
+for protocol in chunked raw; do
+  case $protocol in
+    chunked) listen="tcp://127.0.0.1:$(free_port)" ;;
+    raw) listen="unix://$scratch/recv.sock" ;;
+  esac
+  "$SLUICE" serve --listen "$listen" --protocol "$protocol" --output "$scratch/recv-$protocol.img" --size 1G \
+    --once >"$scratch/serve-$protocol.log" 2>&1 &
+  serve_pid=$!
+  on_exit "kill $serve_pid 2>/dev/null"
+  for ((i = 0; i < 100; i++)); do
+    case $listen in
+      unix://*) [[ -S ${listen#unix://} ]] && break ;;
+      *) ss -Hltn "sport = :${listen##*:}" | grep -q . && break ;;
+    esac
+    sleep 0.05
+  done
+  expect_copy --protocol "$protocol" "$unix_uri" "$listen"
+  wait "$serve_pid" || fail "sluice serve ($protocol) failed: $(cat "$scratch/serve-$protocol.log")"
+  same_content "$scratch/sparse.img" "$scratch/recv-$protocol.img"
+done
 
 log "malformed NBD URIs are usage errors, said before the source is opened"
 expect_fail 2 "needs ?socket=PATH" "$SLUICE" copy "$scratch/random.img" "nbd+unix:///"

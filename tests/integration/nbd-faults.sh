@@ -4,6 +4,7 @@
 # (every sluice run is under a watchdog):
 #  - nbdkit's error filter at 100% and at 1%, on writes and on reads, with structured
 #    and with simple replies;
+#  - a FLUSH that fails after every write succeeded (exit 1, never 100%);
 #  - the server killed in the middle of a copy (writing and reading);
 #  - a server that stops answering (--timeout), and one that never finishes the
 #    handshake;
@@ -38,6 +39,17 @@ log "read errors with simple replies (--no-sr)"
 nbdkit_unix rerrsimple --no-sr --filter=error random 64M error=EIO error-pread-rate=1%
 expect_failure "NBD READ of 4096 bytes at offset " copy --request-size 4k "$uri" null:
 [[ $err == *"answered EIO"* ]] || fail "unclear message: $err"
+
+log "a failed FLUSH: every byte was written, but the copy is not durable and must not say it is"
+# nbdkit's error filter cannot fail a flush; eval can. Writes land, the flush fails.
+requires_nbdkit_plugin eval
+nbdkit_unix flushfail eval get_size='echo 64M' pread='dd if=/dev/zero count=$3 iflag=count_bytes status=none' \
+  pwrite='cat >/dev/null' can_write='exit 0' can_flush='exit 0' can_multi_conn='exit 0' \
+  flush='echo "EIO the write cache was lost" >&2; exit 1'
+expect_failure "FLUSH" copy --progress=json "$scratch/random.img" "$uri"
+[[ $err == *EIO* ]] || fail "the server's error is not named: $err"
+[[ $err != *'"percent":100'* ]] || fail "progress said 100% of a copy whose flush failed: $err"
+expect_copy --no-flush "$scratch/random.img" "$uri"  # the same export, asked for no flush
 
 log "the server killed while we write"
 random_file "$scratch/big.img" 512M
