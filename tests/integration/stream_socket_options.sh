@@ -1,0 +1,521 @@
+#!/bin/bash
+# The socket options issue 3 promises, observed from outside the process:
+#  1. TCP_NODELAY is set on both ends by default and left off with --no-nodelay (strace).
+#  2. MSG_MORE / SPLICE_F_MORE and TCP_CORK only while more is known to follow, never on
+#     the last write of a burst. Sluice sends through io_uring, so strace never sees the
+#     flags: an LD_PRELOAD shim reads each submission queue entry as liburing submits
+#     it, and logs setsockopt(TCP_CORK) and shutdown() alongside.
+#  3. SNI: the host name of tls:// and https:// destinations (or --tls-hostname), never
+#     an IP literal (RFC 6066, section 3), recorded by a Python TLS receiver.
+#  4. --tls-ciphers under TLS 1.2 (and --tls-ciphersuites under 1.3): the suite asked for
+#     is the one negotiated, and lists that do not overlap fail clearly.
+# Every transfer that succeeds is compared with its source.
+. "$SOURCE_ROOT/tests/integration/stream_lib.sh"
+
+SKIPPED=()
+skip() { echo "skip: $*"; SKIPPED+=("$1"); }
+
+make_certs certs || { echo "cannot make test certificates" >&2; exit 1; }
+TLS_SERVE=(--tls-cert certs/server-cert.pem --tls-key certs/server-key.pem)
+make_image sector.img 512
+make_image dense.img $((3 * 1024 * 1024))
+# Scattered 4 KiB extents: with --prezeroed, many small chunks queue up behind each
+# other, so writes go out in bursts of several frames (the case MSG_MORE is for).
+$PY - frag.img <<'PYEOF'
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    f.truncate(8 << 20)
+    for i in range(48):
+        f.seek(i * 168 * 1024); f.write(os.urandom(4096))
+PYEOF
+
+# serve_under LOG WRAPPER... -- SERVE-ARGS...: sluice serve in the background under a
+# wrapper (strace, env); SERVE_PID is the wrapper's pid, and sluice's is killed by the
+# cleanup too (a killed strace would leave its tracee running).
+serve_under() {
+  local log=$1 wrap=() listen children=()
+  shift
+  while [ "$1" != -- ]; do wrap+=("$1"); shift; done
+  shift
+  "${wrap[@]}" "$SLUICE" serve "$@" >"$log.out" 2>"$log" &
+  SERVE_PID=$!
+  SERVER_PIDS+=("$SERVE_PID")
+  listen=$(printf '%s\n' "$@" | grep -A1 -x -- --listen | tail -1)
+  wait_listening "$listen" || return 1
+  read -r -a children <<<"$(cat /proc/"$SERVE_PID"/task/*/children 2>/dev/null)"
+  SERVER_PIDS+=("${children[@]}")
+}
+
+# transfer NAME IMAGE DEST COPY-ARGS...: sluice copy --stats (under COPY_WRAP) to the
+# --once server started last; both must succeed and out.img must hold IMAGE.
+COPY_WRAP=(env)
+transfer() {
+  local name=$1 image=$2 dest=$3 status=0
+  shift 3
+  "${COPY_WRAP[@]}" "$SLUICE" copy --stats "$@" "$image" "$dest" >stats.json 2>copy.log || status=$?
+  [ "$status" = 0 ] || fail "$name: copy exited $status: $(cat copy.log)"
+  wait "$SERVE_PID" || fail "$name: serve exited $?: $(cat serve.log)"
+  same_image "$image" out.img || { fail "$name: the received image differs"; return 1; }
+  [ "$status" = 0 ]
+}
+
+# endpoints TRANSPORT: LISTEN, DEST and the TLS options of each end for tcp, tls, http,
+# https and unix, on a fresh port.
+endpoints() {
+  local port
+  port=$(free_port)
+  SERVE_EXTRA=() COPY_EXTRA=()
+  case $1 in
+    tcp) LISTEN=tcp://127.0.0.1:$port DEST=tcp://127.0.0.1:$port ;;
+    tls) LISTEN=tls://127.0.0.1:$port DEST=tls://localhost:$port SERVE_EXTRA=("${TLS_SERVE[@]}")
+      COPY_EXTRA=(--tls-ca certs/ca-cert.pem) ;;
+    http) LISTEN=tcp://127.0.0.1:$port DEST="http://127.0.0.1:$port/import_raw_vdi?vdi=x" SERVE_EXTRA=(--http) ;;
+    https) LISTEN=tls://127.0.0.1:$port DEST="https://localhost:$port/import_raw_vdi?vdi=x"
+      SERVE_EXTRA=(--http "${TLS_SERVE[@]}") COPY_EXTRA=(--tls-ca certs/ca-cert.pem) ;;
+    unix) rm -f "$WORK/s.sock"; LISTEN=unix://$WORK/s.sock DEST=unix://$WORK/s.sock ;;
+  esac
+}
+
+# --- 1. TCP_NODELAY ------------------------------------------------------------------
+NODELAY_ON='setsockopt\([0-9]+, (SOL_TCP|IPPROTO_TCP), TCP_NODELAY, \[1\], 4\) = 0'
+NODELAY_OFF='setsockopt\([0-9]+, (SOL_TCP|IPPROTO_TCP), TCP_NODELAY, \[0\], 4\) = 0'
+# nodelay_case NAME TRANSPORT EXPECT(on|off|none) OPTIONS...: both ends traced, each with
+# OPTIONS (--no-nodelay or nothing). A Unix socket has no Nagle algorithm to turn off.
+nodelay_case() {
+  local name=$1 transport=$2 want=$3 side trace
+  shift 3
+  endpoints "$transport"
+  rm -f out.img serve.strace copy.strace
+  serve_under serve.log strace -f -qq -e trace=setsockopt -o serve.strace -- --listen "$LISTEN" --once \
+    --output out.img --size 8M "${SERVE_EXTRA[@]}" "$@" || { fail "$name: serve did not start: $(cat serve.log)"; return; }
+  COPY_WRAP=(strace -f -qq -e trace=setsockopt -o copy.strace)
+  transfer "$name" dense.img "$DEST" "${COPY_EXTRA[@]}" "$@"
+  COPY_WRAP=(env)
+  for side in serve copy; do
+    trace=$side.strace
+    case $want in
+      on) grep -Eq "$NODELAY_ON" "$trace" || fail "$name: $side never set TCP_NODELAY to 1: $(grep NODELAY "$trace")" ;;
+      off) ! grep -Eq "$NODELAY_ON" "$trace" || fail "$name: $side set TCP_NODELAY to 1 despite --no-nodelay" ;;
+      none) ! grep -q TCP_NODELAY "$trace" || fail "$name: $side set TCP_NODELAY on a Unix socket: $(grep NODELAY "$trace")" ;;
+    esac
+  done
+  pass "$name: TCP_NODELAY=$want on both ends ($(grep -Ehoc "$NODELAY_ON" serve.strace copy.strace | paste -sd/) set to 1, $(grep -Ehoc "$NODELAY_OFF" serve.strace copy.strace | paste -sd/) to 0 by serve/copy)"
+}
+if ! command -v strace >/dev/null || ! strace -f -qq -o /dev/null true 2>/dev/null; then
+  skip "TCP_NODELAY (strace missing or cannot trace here)"
+else
+  nodelay_case "tcp, defaults" tcp on
+  nodelay_case "tcp, --no-nodelay" tcp off --no-nodelay
+  nodelay_case "tls, defaults" tls on
+  nodelay_case "tls, --no-nodelay" tls off --no-nodelay
+  nodelay_case "unix" unix none
+fi
+
+# --- 2. MSG_MORE and TCP_CORK ----------------------------------------------------------
+cat >sqe_log.c <<'CEOF'
+/* Logs, at io_uring_submit(), every queued SQE that sends to or receives from a socket,
+ * with its MSG_MORE / SPLICE_F_MORE flag; and setsockopt(TCP_CORK) and shutdown(). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int log_fd = -1;
+
+static void say(const char* format, ...) {
+  if (log_fd < 0) {
+    const char* path = getenv("SQE_LOG");
+    if (path == NULL || (log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) return;
+  }
+  char line[256];
+  va_list ap;
+  va_start(ap, format);
+  int n = vsnprintf(line, sizeof line, format, ap);
+  va_end(ap);
+  if (n > 0) (void)!write(log_fd, line, (size_t)n);
+}
+
+/* "tcp" or "unix" for a socket, NULL for anything else. */
+static const char* family(int fd) {
+  struct stat st;
+  int domain = 0;
+  socklen_t len = sizeof domain;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return NULL;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) return "socket";
+  return domain == AF_UNIX ? "unix" : "tcp";
+}
+
+static void log_pending(struct io_uring* ring) {
+  const unsigned shift = (ring->flags & IORING_SETUP_SQE128) ? 1 : 0;
+  for (unsigned i = ring->sq.sqe_head; i != ring->sq.sqe_tail; ++i) {
+    const struct io_uring_sqe* sqe = &ring->sq.sqes[(i & ring->sq.ring_mask) << shift];
+    if (sqe->flags & IOSQE_FIXED_FILE) {
+      say("%d fixed-file %d op%u\n", getpid(), sqe->fd, sqe->opcode);
+      continue;
+    }
+    const int fd = sqe->fd;
+    const char* kind = family(fd);
+    unsigned long long len = sqe->len;
+    switch (sqe->opcode) {
+      case IORING_OP_SENDMSG:
+      case IORING_OP_SENDMSG_ZC:
+        if (kind == NULL) break;
+        len = 0;
+        const struct msghdr* m = (const struct msghdr*)(unsigned long)sqe->addr;
+        for (size_t k = 0; k < m->msg_iovlen; ++k) len += m->msg_iov[k].iov_len;
+        /* fall through */
+      case IORING_OP_SEND:
+      case IORING_OP_SEND_ZC:
+        if (kind != NULL) say("%d send %d %s %llu %s\n", getpid(), fd, kind, len, (sqe->msg_flags & MSG_MORE) ? "more" : "last");
+        break;
+      case IORING_OP_SPLICE:
+        if (kind != NULL) {
+          say("%d splice %d %s %llu %s\n", getpid(), fd, kind, len, (sqe->splice_flags & SPLICE_F_MORE) ? "more" : "last");
+        } else if (!(sqe->splice_flags & SPLICE_F_FD_IN_FIXED) && (kind = family(sqe->splice_fd_in)) != NULL) {
+          say("%d recv %d %s\n", getpid(), sqe->splice_fd_in, kind);
+        }
+        break;
+      case IORING_OP_WRITE:
+      case IORING_OP_WRITEV:
+        if (kind != NULL) say("%d write %d %s %llu\n", getpid(), fd, kind, len);
+        break;
+      case IORING_OP_RECV:
+      case IORING_OP_RECVMSG:
+      case IORING_OP_READ:
+      case IORING_OP_READV:
+        if (kind != NULL) say("%d recv %d %s\n", getpid(), fd, kind);
+        break;
+      case IORING_OP_POLL_ADD:
+        if (kind != NULL) say("%d poll %d %s %u\n", getpid(), fd, kind, sqe->poll32_events);
+        break;
+    }
+  }
+}
+
+int io_uring_submit(struct io_uring* ring) {
+  static int (*real)(struct io_uring*);
+  if (real == NULL) real = (int (*)(struct io_uring*))dlsym(RTLD_NEXT, "io_uring_submit");
+  log_pending(ring);
+  return real(ring);
+}
+
+int io_uring_submit_and_wait(struct io_uring* ring, unsigned wait_nr) {
+  static int (*real)(struct io_uring*, unsigned);
+  if (real == NULL) real = (int (*)(struct io_uring*, unsigned))dlsym(RTLD_NEXT, "io_uring_submit_and_wait");
+  log_pending(ring);
+  return real(ring, wait_nr);
+}
+
+int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
+  static int (*real)(int, int, int, const void*, socklen_t);
+  if (real == NULL) real = (int (*)(int, int, int, const void*, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
+  const int ret = real(fd, level, name, value, len);
+  if (ret == 0 && level == IPPROTO_TCP && name == TCP_CORK && len == sizeof(int))
+    say("%d cork %d tcp %d\n", getpid(), fd, *(const int*)value);
+  return ret;
+}
+
+int shutdown(int fd, int how) {
+  static int (*real)(int, int);
+  if (real == NULL) real = (int (*)(int, int))dlsym(RTLD_NEXT, "shutdown");
+  const char* kind = family(fd);
+  if (kind != NULL) say("%d shutdown %d %s %d\n", getpid(), fd, kind, how);
+  return real(fd, how);
+}
+CEOF
+
+# The rules, per socket: (a) a send with MSG_MORE is followed by another send, never by
+# waiting for the peer (a receive or POLLIN), a shutdown or the end; (b) the cork is not
+# held then either; (c) the cork is released only after a write without MSG_MORE, the
+# burst's last; (d) the socket's last write has no MSG_MORE; (e) on TCP a payload is
+# spliced only under the cork, and a chunk header sent apart from its spliced payload
+# carries MSG_MORE (otherwise it would leave in a segment of its own).
+cat >check_sends.py <<'PYEOF'
+import collections, sys
+# MODE: "splicing" (a sender that splices payloads), "sending" or "receiving".
+path, mode = sys.argv[1], sys.argv[2]
+per_socket = collections.defaultdict(list)
+for number, line in enumerate(open(path), 1):
+    f = line.split()
+    if f[1] == "fixed-file":  # a registered descriptor: the shim cannot tell what it is
+        print("%s:%d: an SQE on a registered file, which these rules cannot follow: %s" % (path, number, line.strip()))
+        sys.exit(1)
+    per_socket[(f[0], f[2])].append((number, f[1], f[3], f[4:]))
+problems, sends, more_sends, split_headers, corked_bursts = [], 0, 0, 0, 0
+for (pid, fd), events in per_socket.items():
+    more = corked = False
+    last_write = None
+    where = lambda n: "%s:%d (pid %s fd %s)" % (path, n, pid, fd)
+    def held(n, why):
+        if more:
+            problems.append("%s: MSG_MORE pending at %s" % (where(n), why))
+        if corked:
+            problems.append("%s: TCP_CORK held at %s" % (where(n), why))
+    for i, (n, kind, family, rest) in enumerate(events):
+        if kind in ("send", "splice", "write"):
+            sends += 1
+            flag = rest[1] if kind != "write" else "last"
+            more = flag == "more"
+            more_sends += more
+            last_write = (n, kind, rest)
+            if kind == "splice" and family == "tcp" and not corked:
+                problems.append("%s: payload spliced without TCP_CORK held" % where(n))
+            following = events[i + 1] if i + 1 < len(events) else None
+            if kind == "send" and rest[0] == "12" and following and following[1] == "splice":
+                split_headers += 1
+                if not more:
+                    problems.append("%s: chunk header sent without MSG_MORE before its spliced payload" % where(n))
+        elif kind == "cork":
+            if rest[0] == "0":
+                if more:
+                    problems.append("%s: cork released after a write with MSG_MORE (the burst's last write)" % where(n))
+                corked_bursts += corked
+            corked = rest[0] == "1"
+        elif kind == "recv" or (kind == "poll" and int(rest[0]) & 1):
+            held(n, "a wait for the peer (%s)" % kind)
+        elif kind == "shutdown":
+            held(n, "shutdown")
+    held(events[-1][0], "the end of the log")
+    if last_write and last_write[1] != "write" and last_write[2][1] == "more":
+        problems.append("%s: the last write on the socket carries MSG_MORE" % where(last_write[0]))
+if not per_socket:
+    problems.append("%s: the shim saw no socket at all (is liburing still a shared library?)" % path)
+elif mode != "receiving" and sends == 0:
+    problems.append("%s: no socket write was seen" % path)
+if mode == "splicing" and split_headers == 0:
+    problems.append("%s: no chunk header was sent apart from a spliced payload (was zero copy used?)" % path)
+for p in problems:
+    print(p)
+if problems:
+    sys.exit(1)
+print("%d writes, %d with MSG_MORE, %d corked bursts, %d split headers" % (sends, more_sends, corked_bursts, split_headers))
+PYEOF
+
+# more_case NAME TRANSPORT IMAGE splicing|sending COPY-OPTIONS...: both ends run with the
+# shim; both logs must keep the rules ("splicing": the sender splices payloads).
+more_case() {
+  local name=$1 transport=$2 image=$3 mode=$4 side result want
+  shift 4
+  endpoints "$transport"
+  rm -f out.img serve.sqe copy.sqe
+  serve_under serve.log env ASAN_OPTIONS="$PRELOAD_ASAN_OPTIONS" SQE_LOG="$WORK/serve.sqe" LD_PRELOAD="$WORK/sqe_log.so" -- --listen "$LISTEN" --once \
+    --output out.img --size 8M "${SERVE_EXTRA[@]}" || { fail "$name: serve did not start: $(cat serve.log)"; return; }
+  COPY_WRAP=(env ASAN_OPTIONS="$PRELOAD_ASAN_OPTIONS" SQE_LOG="$WORK/copy.sqe" LD_PRELOAD="$WORK/sqe_log.so")
+  transfer "$name" "$image" "$DEST" "${COPY_EXTRA[@]}" "$@"
+  COPY_WRAP=(env)
+  for side in copy serve; do
+    want=receiving
+    [ "$side" = copy ] && want=$mode
+    if result=$($PY check_sends.py "$side.sqe" "$want"); then pass "$name, $side: $result"; else fail "$name, $side: $result"; fi
+  done
+}
+# Under ASan the sanitizer's runtime insists on being loaded first; the shim loaded
+# before it intercepts nothing ASan needs, so the check is turned off, not the shim.
+PRELOAD_ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+CC_FOUND=$(command -v "${CC:-cc}" || command -v gcc || command -v clang || true)
+if [ -z "$CC_FOUND" ] || ! "$CC_FOUND" -shared -fPIC -O1 -o sqe_log.so sqe_log.c -ldl 2>cc.log; then
+  skip "MSG_MORE and TCP_CORK (cannot build the LD_PRELOAD shim: $(head -c 300 cc.log 2>/dev/null))"
+else
+  more_case "tcp, one sector, zero copy" tcp sector.img splicing
+  # One chunk and the terminator: the header rides with its payload (MSG_MORE, then the
+  # cork), the terminator follows; a header leaving alone would make a third segment.
+  segments=$(json_field stats.json tcp_segments)
+  if [ -n "$segments" ] && [ "$segments" -ge 1 ] && [ "$segments" -le 2 ]; then
+    pass "tcp, one sector: $segments TCP segment(s) for one chunk and the terminator"
+  else
+    fail "tcp, one sector: $segments TCP segments for one 512-byte chunk and the terminator (at most 2)"
+  fi
+  more_case "tcp, scattered chunks, zero copy" tcp frag.img splicing --prezeroed
+  more_case "tcp, scattered chunks, through memory" tcp frag.img sending --prezeroed --no-zero-copy
+  more_case "tcp, dense" tcp dense.img splicing
+  more_case "http, scattered chunks" http frag.img splicing --prezeroed
+  more_case "tls, scattered chunks" tls frag.img sending --prezeroed
+  more_case "https, one sector" https sector.img sending
+  more_case "unix, scattered chunks" unix frag.img splicing --prezeroed
+fi
+
+# --- 3. SNI ------------------------------------------------------------------------------
+# A Chunked receiver behind Python's ssl module; its sni_callback records the name the
+# client sent ("<none>" without the extension).
+cat >sni_server.py <<'PYEOF'
+import os, socket, ssl, struct, sys
+port_file, cert, key, record, output, http, host = sys.argv[1:8]
+names = []
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(cert, key)
+context.sni_callback = lambda sock, name, ctx: names.append(name)
+listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+listener.bind((host, 0))
+listener.listen(1)
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % listener.getsockname()[1])
+os.rename(port_file + ".tmp", port_file)
+listener.settimeout(30)
+raw, _ = listener.accept()
+raw.settimeout(30)
+conn = context.wrap_socket(raw, server_side=True)
+with open(record, "w") as f:
+    f.write("|".join("<none>" if n is None else n for n in names) + "\n")
+
+def exactly(n):
+    data = b""
+    while len(data) < n:
+        more = conn.recv(n - len(data))
+        if not more:
+            sys.exit("the stream ended early")
+        data += more
+    return data
+
+if http == "http":
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        head += exactly(1)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+fd = os.open(output, os.O_RDWR | os.O_CREAT, 0o644)
+while True:
+    offset, length = struct.unpack("<QI", exactly(12))
+    if offset == 0 and length == 0:
+        break
+    os.pwrite(fd, exactly(length), offset)
+os.fsync(fd)
+os.close(fd)
+conn.close()
+PYEOF
+
+# sni_case NAME WANT LISTEN-HOST plain|http DEST-PREFIX DEST-SUFFIX COPY-OPTIONS...
+sni_case() {
+  local name=$1 want=$2 host=$3 http=$4 prefix=$5 suffix=$6 server status=0 i got
+  shift 6
+  rm -f port sni.txt out.img
+  $PY sni_server.py port certs/server-cert.pem certs/server-key.pem sni.txt out.img "$http" "$host" 2>sni.log &
+  server=$!
+  SERVER_PIDS+=("$server")
+  for i in $(seq 1 200); do [ -s port ] && break; kill -0 "$server" 2>/dev/null || break; sleep 0.05; done
+  [ -s port ] || { fail "$name: the Python receiver did not start: $(cat sni.log)"; return; }
+  "$SLUICE" copy "$@" dense.img "$prefix$(cat port)$suffix" 2>copy.log || status=$?
+  wait "$server" || fail "$name: the Python receiver failed: $(cat sni.log)"
+  [ "$status" = 0 ] || fail "$name: copy exited $status: $(cat copy.log)"
+  got=$(cat sni.txt 2>/dev/null)
+  if [ "$got" != "$want" ]; then
+    fail "$name: the receiver saw SNI '$got', expected '$want'"
+  elif same_image dense.img out.img; then
+    pass "$name: SNI '$got'"
+  else
+    fail "$name: SNI '$got', but the received image differs"
+  fi
+}
+sni_case "tls://localhost, verified" localhost 127.0.0.1 plain tls://localhost: "" --tls-ca certs/ca-cert.pem
+sni_case "tls://localhost, --tls-no-verify" localhost 127.0.0.1 plain tls://localhost: "" --tls-no-verify
+sni_case "https://localhost" localhost 127.0.0.1 http https://localhost: /import_raw_vdi?vdi=x --tls-ca certs/ca-cert.pem
+sni_case "tls://127.0.0.1, verified: no SNI for an IP literal" "<none>" 127.0.0.1 plain tls://127.0.0.1: "" \
+  --tls-ca certs/ca-cert.pem
+sni_case "tls://127.0.0.1, --tls-no-verify: no SNI" "<none>" 127.0.0.1 plain tls://127.0.0.1: "" --tls-no-verify
+sni_case "--tls-hostname to an IP address" server.example 127.0.0.1 plain tls://127.0.0.1: "" \
+  --tls-no-verify --tls-hostname server.example
+if $PY -c 'import socket; socket.socket(socket.AF_INET6).bind(("::1", 0))' 2>/dev/null; then
+  sni_case "tls://[::1]: no SNI" "<none>" ::1 plain "tls://[::1]:" "" --tls-no-verify
+else
+  echo "note: no IPv6 loopback here, tls://[::1] not tried"
+fi
+
+# --- 4. Cipher choice --------------------------------------------------------------------
+# The test certificates are ECDSA (P-256): ECDHE-ECDSA suites. Sluice's server takes its
+# own order (SSL_OP_CIPHER_SERVER_PREFERENCE), so a server offering AES-256 first picks
+# AES-256 unless the client's --tls-ciphers leaves it out.
+# wait_for_line PATTERN COUNT: until serve.log has COUNT lines matching PATTERN (5 s at most).
+wait_for_line() {
+  local i
+  for i in $(seq 1 100); do [ "$(grep -c -- "$1" serve.log)" -ge "$2" ] && return 0; sleep 0.05; done
+  return 1
+}
+negotiated() {  # negotiated NAME WANT: stats.json and serve.log name WANT
+  local name=$1 want=$2 got
+  got=$(json_field stats.json tls_cipher)
+  if [ "$got" = "$want" ] && tail -1 serve.log | grep -qF "over TLS $want into out.img (flushed)"; then
+    pass "$name: $want"
+  else
+    fail "$name: --stats says '$got', serve says '$(tail -1 serve.log)', expected $want"
+  fi
+}
+refused() {  # refused NAME COPY-MESSAGE SERVE-MESSAGE COPY-OPTIONS...
+  local name=$1 copy_message=$2 serve_message=$3 status=0 before=0
+  shift 3
+  cp out.img kept.img
+  [ -n "$serve_message" ] && before=$(grep -cF -- "$serve_message" serve.log)
+  "$SLUICE" copy "$@" dense.img "$DEST" >/dev/null 2>copy.log || status=$?
+  [ -n "$serve_message" ] && wait_for_line "$serve_message" $((before + 1))
+  if [ "$status" != 1 ]; then
+    fail "$name: copy exited $status, expected 1: $(cat copy.log)"
+  elif ! grep -qF -- "$copy_message" copy.log; then
+    fail "$name: the sender's error lacks '$copy_message': $(cat copy.log)"
+  elif [ -n "$serve_message" ] && [ "$(grep -cF -- "$serve_message" serve.log)" -le "$before" ]; then
+    fail "$name: serve's log lacks '$serve_message': $(cat serve.log)"
+  else
+    pass "$name: $(cat copy.log)"
+  fi
+  cmp -s out.img kept.img || fail "$name: the output changed"
+}
+
+port=$(free_port)
+LISTEN=tls://127.0.0.1:$port DEST=tls://localhost:$port
+rm -f out.img
+serve_under serve.log env -- --listen "$LISTEN" --output out.img --size 8M "${TLS_SERVE[@]}" --tls12 \
+  --tls-ciphers ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305 ||
+  fail "cipher server did not start: $(cat serve.log)"
+cipher_copy() {  # cipher_copy NAME WANT COPY-OPTIONS...: to the long-running server above
+  local name=$1 want=$2 status=0 before
+  shift 2
+  rm -f out.img
+  before=$(grep -c "flushed)$" serve.log)
+  "$SLUICE" copy --stats --tls-ca certs/ca-cert.pem "$@" dense.img "$DEST" >stats.json 2>copy.log || status=$?
+  if [ "$status" != 0 ]; then fail "$name: copy exited $status: $(cat copy.log)"; return; fi
+  # serve may report after the sender has exited.
+  wait_for_line "flushed)$" $((before + 1))
+  same_image dense.img out.img || fail "$name: the received image differs"
+  negotiated "$name" "$want"
+}
+cipher_copy "TLS 1.2, server's order" ECDHE-ECDSA-AES256-GCM-SHA384 --tls12
+cipher_copy "TLS 1.2, --tls12 --tls-ciphers AES128-GCM" ECDHE-ECDSA-AES128-GCM-SHA256 --tls12 \
+  --tls-ciphers ECDHE-ECDSA-AES128-GCM-SHA256
+cipher_copy "TLS 1.2 (the server's limit), --tls-ciphers CHACHA20" ECDHE-ECDSA-CHACHA20-POLY1305 \
+  --tls-ciphers ECDHE-ECDSA-CHACHA20-POLY1305
+cipher_copy "TLS 1.2, a list with one shared suite" ECDHE-ECDSA-AES128-GCM-SHA256 --tls12 \
+  --tls-ciphers ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-AES128-GCM-SHA256
+refused "TLS 1.2, no shared suite" "TLS handshake with" "no shared cipher" --tls12 --tls-ca certs/ca-cert.pem \
+  --tls-ciphers ECDHE-ECDSA-AES128-SHA
+grep -q "handshake failure" copy.log || fail "TLS 1.2, no shared suite: the sender does not name the handshake failure"
+refused "TLS 1.2, RSA suites for an ECDSA certificate" "TLS handshake with" "no shared cipher" --tls12 \
+  --tls-ca certs/ca-cert.pem --tls-ciphers ECDHE-RSA-AES128-GCM-SHA256
+refused "an unknown cipher name" "invalid TLS cipher list 'NO-SUCH-CIPHER'" "" --tls12 --tls-ca certs/ca-cert.pem \
+  --tls-ciphers NO-SUCH-CIPHER
+# The refusals did not stop the server (no --once).
+cipher_copy "after the refusals" ECDHE-ECDSA-AES128-GCM-SHA256 --tls-ciphers ECDHE-ECDSA-AES128-GCM-SHA256
+kill "$SERVE_PID"
+wait "$SERVE_PID" 2>/dev/null
+
+# TLS 1.3: --tls-ciphersuites, on both ends.
+for suites in TLS_CHACHA20_POLY1305_SHA256:copy TLS_AES_256_GCM_SHA384:serve; do
+  IFS=: read -r suite side <<<"$suites"
+  endpoints tls
+  serve_opts=() copy_opts=()
+  if [ "$side" = copy ]; then copy_opts=(--tls-ciphersuites "$suite"); else serve_opts=(--tls-ciphersuites "$suite"); fi
+  rm -f out.img
+  serve_under serve.log env -- --listen "$LISTEN" --once --output out.img --size 8M "${TLS_SERVE[@]}" \
+    "${serve_opts[@]}" || { fail "TLS 1.3 server did not start: $(cat serve.log)"; continue; }
+  transfer "TLS 1.3, $side --tls-ciphersuites $suite" dense.img "$DEST" "${COPY_EXTRA[@]}" "${copy_opts[@]}" &&
+    negotiated "TLS 1.3, $side --tls-ciphersuites $suite" "$suite"
+done
+
+if [ "$FAILURES" -eq 0 ] && [ "${#SKIPPED[@]}" -gt 0 ]; then
+  echo "skipped: ${SKIPPED[*]}"
+  exit 77
+fi
+finish
