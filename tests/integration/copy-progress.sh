@@ -125,7 +125,7 @@ EOF
 log "--progress with no style: a bar when stderr is a terminal, JSON lines otherwise"
 rm -f "$scratch/big.copy"
 # script(1) gives the copy a terminal; what the terminal showed comes back in its typescript.
-expect_ok script -qec "'$SLUICE' copy --progress --depth 1 --request-size 64k '$scratch/big' '$scratch/big.copy'" \
+expect_ok script -qec "'$SLUICE' copy --progress '$scratch/big' '$scratch/big.copy'" \
   "$scratch/typescript"
 same_content "$scratch/big" "$scratch/big.copy"
 screen=$(tr -d '\n' <"$scratch/typescript")
@@ -133,7 +133,7 @@ screen=$(tr -d '\n' <"$scratch/typescript")
   fail "no finished bar on the terminal: $(cat -v "$scratch/typescript")"
 [[ $screen != *'"done"'* ]] || fail "JSON on a terminal: $(cat -v "$scratch/typescript")"
 rm -f "$scratch/big.copy"
-expect_ok "$SLUICE" copy --progress --depth 1 --request-size 4k "$scratch/big" "$scratch/big.copy"
+expect_ok "$SLUICE" copy --progress "$scratch/big" "$scratch/big.copy"
 same_content "$scratch/big" "$scratch/big.copy"
 [[ $(tail -n 1 <<<"$err") == '{"done":67108864,"total":67108864,"percent":100,'* ]] ||
   fail "--progress to a file is not JSON lines: $err"
