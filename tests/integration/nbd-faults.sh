@@ -14,6 +14,7 @@
 requires nbdkit
 requires_nbdkit_plugin memory
 requires_nbdkit_plugin random
+requires_nbdkit_plugin eval
 for f in error delay log; do requires_nbdkit_filter $f; done
 
 random_file "$scratch/random.img" 64M
@@ -42,7 +43,6 @@ expect_failure "NBD READ of 4096 bytes at offset " copy --request-size 4k "$uri"
 
 log "a failed FLUSH: every byte was written, but the copy is not durable and must not say it is"
 # nbdkit's error filter cannot fail a flush; eval can. Writes land, the flush fails.
-requires_nbdkit_plugin eval
 nbdkit_unix flushfail eval get_size='echo 64M' pread='dd if=/dev/zero count=$3 iflag=count_bytes status=none' \
   pwrite='cat >/dev/null' can_write='exit 0' can_flush='exit 0' can_multi_conn='exit 0' \
   flush='echo "EIO the write cache was lost" >&2; exit 1'
