@@ -112,192 +112,9 @@ else
 fi
 
 # --- 2. MSG_MORE and TCP_CORK ----------------------------------------------------------
-cat >sqe_log.c <<'CEOF'
-/* Logs, at io_uring_submit(), every queued SQE that sends to or receives from a socket,
- * with its MSG_MORE / SPLICE_F_MORE flag; and setsockopt(TCP_CORK) and shutdown(). */
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <liburing.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-static int log_fd = -1;
-
-static void say(const char* format, ...) {
-  if (log_fd < 0) {
-    const char* path = getenv("SQE_LOG");
-    if (path == NULL || (log_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)) < 0) return;
-  }
-  char line[256];
-  va_list ap;
-  va_start(ap, format);
-  int n = vsnprintf(line, sizeof line, format, ap);
-  va_end(ap);
-  if (n > 0) (void)!write(log_fd, line, (size_t)n);
-}
-
-/* "tcp" or "unix" for a socket, NULL for anything else. */
-static const char* family(int fd) {
-  struct stat st;
-  int domain = 0;
-  socklen_t len = sizeof domain;
-  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return NULL;
-  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) return "socket";
-  return domain == AF_UNIX ? "unix" : "tcp";
-}
-
-static void log_pending(struct io_uring* ring) {
-  const unsigned shift = (ring->flags & IORING_SETUP_SQE128) ? 1 : 0;
-  for (unsigned i = ring->sq.sqe_head; i != ring->sq.sqe_tail; ++i) {
-    const struct io_uring_sqe* sqe = &ring->sq.sqes[(i & ring->sq.ring_mask) << shift];
-    if (sqe->flags & IOSQE_FIXED_FILE) {
-      say("%d fixed-file %d op%u\n", getpid(), sqe->fd, sqe->opcode);
-      continue;
-    }
-    const int fd = sqe->fd;
-    const char* kind = family(fd);
-    unsigned long long len = sqe->len;
-    switch (sqe->opcode) {
-      case IORING_OP_SENDMSG:
-      case IORING_OP_SENDMSG_ZC:
-        if (kind == NULL) break;
-        len = 0;
-        const struct msghdr* m = (const struct msghdr*)(unsigned long)sqe->addr;
-        for (size_t k = 0; k < m->msg_iovlen; ++k) len += m->msg_iov[k].iov_len;
-        /* fall through */
-      case IORING_OP_SEND:
-      case IORING_OP_SEND_ZC:
-        if (kind != NULL) say("%d send %d %s %llu %s\n", getpid(), fd, kind, len, (sqe->msg_flags & MSG_MORE) ? "more" : "last");
-        break;
-      case IORING_OP_SPLICE:
-        if (kind != NULL) {
-          say("%d splice %d %s %llu %s\n", getpid(), fd, kind, len, (sqe->splice_flags & SPLICE_F_MORE) ? "more" : "last");
-        } else if (!(sqe->splice_flags & SPLICE_F_FD_IN_FIXED) && (kind = family(sqe->splice_fd_in)) != NULL) {
-          say("%d recv %d %s\n", getpid(), sqe->splice_fd_in, kind);
-        }
-        break;
-      case IORING_OP_WRITE:
-      case IORING_OP_WRITEV:
-        if (kind != NULL) say("%d write %d %s %llu\n", getpid(), fd, kind, len);
-        break;
-      case IORING_OP_RECV:
-      case IORING_OP_RECVMSG:
-      case IORING_OP_READ:
-      case IORING_OP_READV:
-        if (kind != NULL) say("%d recv %d %s\n", getpid(), fd, kind);
-        break;
-      case IORING_OP_POLL_ADD:
-        if (kind != NULL) say("%d poll %d %s %u\n", getpid(), fd, kind, sqe->poll32_events);
-        break;
-    }
-  }
-}
-
-int io_uring_submit(struct io_uring* ring) {
-  static int (*real)(struct io_uring*);
-  if (real == NULL) real = (int (*)(struct io_uring*))dlsym(RTLD_NEXT, "io_uring_submit");
-  log_pending(ring);
-  return real(ring);
-}
-
-int io_uring_submit_and_wait(struct io_uring* ring, unsigned wait_nr) {
-  static int (*real)(struct io_uring*, unsigned);
-  if (real == NULL) real = (int (*)(struct io_uring*, unsigned))dlsym(RTLD_NEXT, "io_uring_submit_and_wait");
-  log_pending(ring);
-  return real(ring, wait_nr);
-}
-
-int setsockopt(int fd, int level, int name, const void* value, socklen_t len) {
-  static int (*real)(int, int, int, const void*, socklen_t);
-  if (real == NULL) real = (int (*)(int, int, int, const void*, socklen_t))dlsym(RTLD_NEXT, "setsockopt");
-  const int ret = real(fd, level, name, value, len);
-  if (ret == 0 && level == IPPROTO_TCP && name == TCP_CORK && len == sizeof(int))
-    say("%d cork %d tcp %d\n", getpid(), fd, *(const int*)value);
-  return ret;
-}
-
-int shutdown(int fd, int how) {
-  static int (*real)(int, int);
-  if (real == NULL) real = (int (*)(int, int))dlsym(RTLD_NEXT, "shutdown");
-  const char* kind = family(fd);
-  if (kind != NULL) say("%d shutdown %d %s %d\n", getpid(), fd, kind, how);
-  return real(fd, how);
-}
-CEOF
-
-# The rules, per socket: (a) a send with MSG_MORE is followed by another send, never by
-# waiting for the peer (a receive or POLLIN), a shutdown or the end; (b) the cork is not
-# held then either; (c) the cork is released only after a write without MSG_MORE, the
-# burst's last; (d) the socket's last write has no MSG_MORE; (e) on TCP a payload is
-# spliced only under the cork, and a chunk header sent apart from its spliced payload
-# carries MSG_MORE (otherwise it would leave in a segment of its own).
-cat >check_sends.py <<'PYEOF'
-import collections, sys
-# MODE: "splicing" (a sender that splices payloads), "sending" or "receiving".
-path, mode = sys.argv[1], sys.argv[2]
-per_socket = collections.defaultdict(list)
-for number, line in enumerate(open(path), 1):
-    f = line.split()
-    if f[1] == "fixed-file":  # a registered descriptor: the shim cannot tell what it is
-        print("%s:%d: an SQE on a registered file, which these rules cannot follow: %s" % (path, number, line.strip()))
-        sys.exit(1)
-    per_socket[(f[0], f[2])].append((number, f[1], f[3], f[4:]))
-problems, sends, more_sends, split_headers, corked_bursts = [], 0, 0, 0, 0
-for (pid, fd), events in per_socket.items():
-    more = corked = False
-    last_write = None
-    where = lambda n: "%s:%d (pid %s fd %s)" % (path, n, pid, fd)
-    def held(n, why):
-        if more:
-            problems.append("%s: MSG_MORE pending at %s" % (where(n), why))
-        if corked:
-            problems.append("%s: TCP_CORK held at %s" % (where(n), why))
-    for i, (n, kind, family, rest) in enumerate(events):
-        if kind in ("send", "splice", "write"):
-            sends += 1
-            flag = rest[1] if kind != "write" else "last"
-            more = flag == "more"
-            more_sends += more
-            last_write = (n, kind, rest)
-            if kind == "splice" and family == "tcp" and not corked:
-                problems.append("%s: payload spliced without TCP_CORK held" % where(n))
-            following = events[i + 1] if i + 1 < len(events) else None
-            if kind == "send" and rest[0] == "12" and following and following[1] == "splice":
-                split_headers += 1
-                if not more:
-                    problems.append("%s: chunk header sent without MSG_MORE before its spliced payload" % where(n))
-        elif kind == "cork":
-            if rest[0] == "0":
-                if more:
-                    problems.append("%s: cork released after a write with MSG_MORE (the burst's last write)" % where(n))
-                corked_bursts += corked
-            corked = rest[0] == "1"
-        elif kind == "recv" or (kind == "poll" and int(rest[0]) & 1):
-            held(n, "a wait for the peer (%s)" % kind)
-        elif kind == "shutdown":
-            held(n, "shutdown")
-    held(events[-1][0], "the end of the log")
-    if last_write and last_write[1] != "write" and last_write[2][1] == "more":
-        problems.append("%s: the last write on the socket carries MSG_MORE" % where(last_write[0]))
-if not per_socket:
-    problems.append("%s: the shim saw no socket at all (is liburing still a shared library?)" % path)
-elif mode != "receiving" and sends == 0:
-    problems.append("%s: no socket write was seen" % path)
-if mode == "splicing" and split_headers == 0:
-    problems.append("%s: no chunk header was sent apart from a spliced payload (was zero copy used?)" % path)
-for p in problems:
-    print(p)
-if problems:
-    sys.exit(1)
-print("%d writes, %d with MSG_MORE, %d corked bursts, %d split headers" % (sends, more_sends, corked_bursts, split_headers))
-PYEOF
+# sqe_log.c, preloaded into both ends, logs each socket send as io_uring submits it;
+# check_sends.py holds each end's log to the rules (it says them).
+HERE="$SOURCE_ROOT/tests/integration"
 
 # more_case NAME TRANSPORT IMAGE splicing|sending COPY-OPTIONS...: both ends run with the
 # shim; both logs must keep the rules ("splicing": the sender splices payloads).
@@ -314,14 +131,14 @@ more_case() {
   for side in copy serve; do
     want=receiving
     [ "$side" = copy ] && want=$mode
-    if result=$($PY check_sends.py "$side.sqe" "$want"); then pass "$name, $side: $result"; else fail "$name, $side: $result"; fi
+    if result=$($PY "$HERE/check_sends.py" "$side.sqe" "$want"); then pass "$name, $side: $result"; else fail "$name, $side: $result"; fi
   done
 }
 # Under ASan the sanitizer's runtime insists on being loaded first; the shim loaded
 # before it intercepts nothing ASan needs, so the check is turned off, not the shim.
 PRELOAD_ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 CC_FOUND=$(command -v "${CC:-cc}" || command -v gcc || command -v clang || true)
-if [ -z "$CC_FOUND" ] || ! "$CC_FOUND" -shared -fPIC -O1 -o sqe_log.so sqe_log.c -ldl 2>cc.log; then
+if [ -z "$CC_FOUND" ] || ! "$CC_FOUND" -shared -fPIC -O1 -o sqe_log.so "$HERE/sqe_log.c" -ldl 2>cc.log; then
   skip "MSG_MORE and TCP_CORK (cannot build the LD_PRELOAD shim: $(head -c 300 cc.log 2>/dev/null))"
 else
   more_case "tcp, one sector, zero copy" tcp sector.img splicing

@@ -1,0 +1,70 @@
+"""Holds one end's log from sqe_log.c to the batching rules (stream_socket_options.sh).
+
+Usage: check_sends.py LOG splicing|sending|receiving
+
+The rules, per socket: (a) a send with MSG_MORE is followed by another send, never by
+waiting for the peer (a receive or POLLIN), a shutdown or the end; (b) the cork is not
+held then either; (c) the cork is released only after a write without MSG_MORE, the
+burst's last; (d) the socket's last write has no MSG_MORE; (e) on TCP a payload is
+spliced only under the cork, and a chunk header sent apart from its spliced payload
+carries MSG_MORE (otherwise it would leave in a segment of its own). Prints a summary;
+exits non-zero with the broken rule.
+"""
+import collections, sys
+# MODE: "splicing" (a sender that splices payloads), "sending" or "receiving".
+path, mode = sys.argv[1], sys.argv[2]
+per_socket = collections.defaultdict(list)
+for number, line in enumerate(open(path), 1):
+    f = line.split()
+    if f[1] == "fixed-file":  # a registered descriptor: the shim cannot tell what it is
+        print("%s:%d: an SQE on a registered file, which these rules cannot follow: %s" % (path, number, line.strip()))
+        sys.exit(1)
+    per_socket[(f[0], f[2])].append((number, f[1], f[3], f[4:]))
+problems, sends, more_sends, split_headers, corked_bursts = [], 0, 0, 0, 0
+for (pid, fd), events in per_socket.items():
+    more = corked = False
+    last_write = None
+    where = lambda n: "%s:%d (pid %s fd %s)" % (path, n, pid, fd)
+    def held(n, why):
+        if more:
+            problems.append("%s: MSG_MORE pending at %s" % (where(n), why))
+        if corked:
+            problems.append("%s: TCP_CORK held at %s" % (where(n), why))
+    for i, (n, kind, family, rest) in enumerate(events):
+        if kind in ("send", "splice", "write"):
+            sends += 1
+            flag = rest[1] if kind != "write" else "last"
+            more = flag == "more"
+            more_sends += more
+            last_write = (n, kind, rest)
+            if kind == "splice" and family == "tcp" and not corked:
+                problems.append("%s: payload spliced without TCP_CORK held" % where(n))
+            following = events[i + 1] if i + 1 < len(events) else None
+            if kind == "send" and rest[0] == "12" and following and following[1] == "splice":
+                split_headers += 1
+                if not more:
+                    problems.append("%s: chunk header sent without MSG_MORE before its spliced payload" % where(n))
+        elif kind == "cork":
+            if rest[0] == "0":
+                if more:
+                    problems.append("%s: cork released after a write with MSG_MORE (the burst's last write)" % where(n))
+                corked_bursts += corked
+            corked = rest[0] == "1"
+        elif kind == "recv" or (kind == "poll" and int(rest[0]) & 1):
+            held(n, "a wait for the peer (%s)" % kind)
+        elif kind == "shutdown":
+            held(n, "shutdown")
+    held(events[-1][0], "the end of the log")
+    if last_write and last_write[1] != "write" and last_write[2][1] == "more":
+        problems.append("%s: the last write on the socket carries MSG_MORE" % where(last_write[0]))
+if not per_socket:
+    problems.append("%s: the shim saw no socket at all (is liburing still a shared library?)" % path)
+elif mode != "receiving" and sends == 0:
+    problems.append("%s: no socket write was seen" % path)
+if mode == "splicing" and split_headers == 0:
+    problems.append("%s: no chunk header was sent apart from a spliced payload (was zero copy used?)" % path)
+for p in problems:
+    print(p)
+if problems:
+    sys.exit(1)
+print("%d writes, %d with MSG_MORE, %d corked bursts, %d split headers" % (sends, more_sends, corked_bursts, split_headers))
