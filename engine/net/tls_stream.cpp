@@ -179,6 +179,13 @@ Error TlsStream::tls_error(const std::string& what, int ret) {
   const bool not_tls = !SSL_is_init_finished(ssl_) &&
                        (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
                         reason == SSL_R_HTTP_REQUEST || reason == SSL_R_HTTPS_PROXY_REQUEST);
+  // OpenSSL's words for a handshake the two ends could not agree on name the alert,
+  // not the options that would make them agree.
+  const bool nothing_shared = !SSL_is_init_finished(ssl_) && ERR_GET_LIB(ERR_peek_error()) == ERR_LIB_SSL &&
+                              (reason == SSL_R_NO_SHARED_CIPHER || reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE ||
+                               reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION ||
+                               reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_NO_PROTOCOLS_AVAILABLE);
+  const bool alert_received = reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
   std::string detail = openssl_errors();
   if (!detail.empty()) message += ": " + detail;
   else message += " (SSL error " + std::to_string(SSL_get_error(ssl_, ret)) + ")";
@@ -186,6 +193,14 @@ Error TlsStream::tls_error(const std::string& what, int ret) {
     message += context_->role() == TlsRole::client
                    ? " (the peer does not speak TLS here: a plaintext listener?)"
                    : " (the client does not speak TLS: it must send to tls:// or https://)";
+  else if (nothing_shared)
+    // A handshake_failure alert is also how a TLS 1.2 server refuses a client without
+    // the certificate it requires, so that case is named as a possibility.
+    message += alert_received && context_->role() == TlsRole::client
+                   ? " (no cipher suite or TLS version in common with the peer (--tls-ciphers, "
+                     "--tls-ciphersuites, --tls12), or it requires a client certificate)"
+                   : " (no cipher suite or TLS version in common with the peer: --tls-ciphers, "
+                     "--tls-ciphersuites, --tls12)";
   return Error{std::make_error_code(std::errc::protocol_error), message};
 }
 

@@ -309,6 +309,10 @@ cipher_copy "TLS 1.2, a list with one shared suite" ECDHE-ECDSA-AES128-GCM-SHA25
 refused "TLS 1.2, no shared suite" "TLS handshake with" "no shared cipher" --tls12 --tls-ca certs/ca-cert.pem \
   --tls-ciphers ECDHE-ECDSA-AES128-SHA
 grep -q "handshake failure" copy.log || fail "TLS 1.2, no shared suite: the sender does not name the handshake failure"
+grep -q "no cipher suite or TLS version in common with the peer (--tls-ciphers" copy.log ||
+  fail "TLS 1.2, no shared suite: the sender gives no hint at the options: $(cat copy.log)"
+grep -q "no shared cipher (no cipher suite or TLS version in common" serve.log ||
+  fail "TLS 1.2, no shared suite: serve gives no hint: $(cat serve.log)"
 refused "TLS 1.2, RSA suites for an ECDSA certificate" "TLS handshake with" "no shared cipher" --tls12 \
   --tls-ca certs/ca-cert.pem --tls-ciphers ECDHE-RSA-AES128-GCM-SHA256
 refused "an unknown cipher name" "invalid TLS cipher list 'NO-SUCH-CIPHER'" "" --tls12 --tls-ca certs/ca-cert.pem \

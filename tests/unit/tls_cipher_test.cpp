@@ -88,3 +88,25 @@ TEST_CASE("a cipher list or suite OpenSSL does not know is refused with its text
   REQUIRE_FALSE(context);
   CHECK(context.error().message.find("NO-SUCH-CIPHER") != std::string::npos);
 }
+
+TEST_CASE("ends with no suite in common fail the handshake with a hint at the options") {
+  test::TempDir dir;
+  test::TestCertificates certs(dir.path());
+  TlsOptions client;
+  client.ca_file = certs.path("ca-cert.pem");
+  client.ciphersuites = "TLS_AES_256_GCM_SHA384";
+  TlsOptions server;
+  server.certificate = certs.path("server-cert.pem");
+  server.private_key = certs.path("server-key.pem");
+  server.ciphersuites = "TLS_CHACHA20_POLY1305_SHA256";
+  auto client_tls = TlsContext::create(TlsRole::client, client);
+  auto server_tls = TlsContext::create(TlsRole::server, server);
+  REQUIRE(client_tls);
+  REQUIRE(server_tls);
+  auto negotiated = test::run(handshake_pair(*client_tls, *server_tls));
+  REQUIRE_FALSE(negotiated);
+  const std::string& message = negotiated.error().message;
+  INFO(message);
+  CHECK(message.find("handshake failure") != std::string::npos);  // OpenSSL's own words stay
+  CHECK(message.find("no cipher suite or TLS version in common with the peer (--tls-ciphers") != std::string::npos);
+}
