@@ -16,6 +16,7 @@ SLUICE=${SLUICE:-$BUILD_ROOT/apps/sluice/sluice}
 # Debian's interpreter, not whatever python3 comes first on PATH: the tests use only
 # its standard library.
 PYTHON=/usr/bin/python3
+. "$(dirname "${BASH_SOURCE[0]}")/listening.sh"
 
 log() { printf '%s: %s\n' "$test_name" "$*" >&2; }
 

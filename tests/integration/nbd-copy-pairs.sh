@@ -111,13 +111,7 @@ for protocol in chunked raw; do
     --once >"$scratch/serve-$protocol.log" 2>&1 &
   serve_pid=$!
   on_exit "kill $serve_pid 2>/dev/null"
-  for ((i = 0; i < 100; i++)); do
-    case $listen in
-      unix://*) [[ -S ${listen#unix://} ]] && break ;;
-      *) ss -Hltn "sport = :${listen##*:}" | grep -q . && break ;;
-    esac
-    sleep 0.05
-  done
+  wait_listening "$listen" || fail "sluice serve ($protocol) is not listening: $(cat "$scratch/serve-$protocol.log")"
   expect_copy --protocol "$protocol" "$unix_uri" "$listen"
   wait "$serve_pid" || fail "sluice serve ($protocol) failed: $(cat "$scratch/serve-$protocol.log")"
   same_content "$scratch/sparse.img" "$scratch/recv-$protocol.img"

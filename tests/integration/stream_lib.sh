@@ -22,19 +22,7 @@ free_port() {
   $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# wait_listening tcp://H:P | tls://H:P | unix:///PATH : until something listens there.
-wait_listening() {
-  local uri=$1 i
-  for i in $(seq 1 100); do
-    case $uri in
-      unix://*) [ -S "${uri#unix://}" ] && return 0 ;;
-      *) ss -Hltn "sport = :${uri##*:}" | grep -q . && return 0 ;;
-    esac
-    sleep 0.05
-  done
-  echo "nothing listens on $uri" >&2
-  return 1
-}
+. "$SOURCE_ROOT/tests/integration/listening.sh"
 
 # make_image PATH SIZE [sparse]: random data, with holes when "sparse": data at the
 # start, in the middle and in the (possibly partial) last sector.

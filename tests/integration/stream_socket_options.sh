@@ -53,7 +53,8 @@ transfer() {
   local name=$1 image=$2 dest=$3 status=0
   shift 3
   "${COPY_WRAP[@]}" "$SLUICE" copy --stats "$@" "$image" "$dest" >stats.json 2>copy.log || status=$?
-  [ "$status" = 0 ] || fail "$name: copy exited $status: $(cat copy.log)"
+  # A copy that never reached the --once server would leave it waiting for ever.
+  [ "$status" = 0 ] || { fail "$name: copy exited $status: $(cat copy.log)"; kill "${SERVER_PIDS[@]}" 2>/dev/null; }
   wait "$SERVE_PID" || fail "$name: serve exited $?: $(cat serve.log)"
   same_image "$image" out.img || { fail "$name: the received image differs"; return 1; }
   [ "$status" = 0 ]
