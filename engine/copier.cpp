@@ -10,6 +10,7 @@
 #include "engine/credits.hpp"
 #include "engine/extent_aligner.hpp"
 #include "engine/mapped_scan.hpp"
+#include "engine/mapped_scan_probe.hpp"
 #include "engine/task_group.hpp"
 #include "engine/zero_scan.hpp"
 
@@ -60,6 +61,7 @@ class Copier {
         items_(ex, options_.depth),
         filled_(ex, options_.depth * 2),
         stages_(ex, [this](const Error&) { stop(); }),
+        scan_probe_(options_.mapped_scan_dear_ratio),
         zero_copy_(by_reference) {
     known_zero_ = traits_.known_zero || options_.destination_is_zero;
     // Finding zeros in data pays only where zeros cost less than data.
@@ -161,15 +163,19 @@ class Copier {
         end_seq = item.seq;
         break;
       }
-      if (item.extent.kind == ExtentKind::data && zero_copy_ && detect_zeros_) {
+      // Zero detection on a source that goes by reference scans it in place, unless
+      // that proved dearer than reading it: then the rest is read into buffers.
+      const bool scan_in_place = zero_copy_ && detect_zeros_ && !scan_probe_.mapping_is_dear();
+      const bool by_reference = zero_copy_ && (!detect_zeros_ || scan_in_place);
+      if (item.extent.kind == ExtentKind::data && scan_in_place) {
         // Scans overlap, as buffered reads do: mapping a range makes the kernel read
         // it in, and one at a time a cold source would be read at queue depth 1.
         if (!co_await scan_slots_.acquire()) break;
         reads.spawn(scan_by_reference(std::move(item)));
         continue;
       }
-      if (item.extent.kind != ExtentKind::data || zero_copy_) {
-        if (zero_copy_) mark_by_reference(item);
+      if (item.extent.kind != ExtentKind::data || by_reference) {
+        if (by_reference) mark_by_reference(item);
         if (!co_await pass_on(std::move(item))) break;
         continue;
       }
@@ -212,7 +218,7 @@ class Copier {
     auto range = co_await MappedRange::map(FileRing::of(co_await asio::this_coro::executor), slice->fd, slice->offset,
                                            static_cast<std::size_t>(extent.length));
     if (!range) co_return tl::unexpected(range.error());
-    auto runs = range->zero_runs(extent.offset, options_.sparse);
+    auto runs = measure_scans() ? measured_zero_runs(*range, extent) : range->zero_runs(extent.offset, options_.sparse);
     if (!runs) co_return tl::unexpected(runs.error());
     ++stats_.reads;
     stats_.bytes_read += extent.length;
@@ -223,6 +229,20 @@ class Copier {
       if (!co_await pass_on(std::move(piece))) co_return cancelled();
     }
     co_return Status{};
+  }
+
+  // Only where the copy may give way (ZeroCopy::always keeps scanning in place).
+  bool measure_scans() const { return options_.zero_copy == ZeroCopy::automatic && scan_probe_.measuring(); }
+
+  Result<std::vector<Run>> measured_zero_runs(const MappedRange& range, const Extent& extent) {
+    ScanCost cost;
+    auto runs = range.zero_runs_measured(extent.offset, options_.sparse,
+                                         scan_probe_.scratch(static_cast<std::size_t>(extent.length)), cost);
+    if (runs) scan_probe_.add(cost);
+    if (scan_probe_.mapping_is_dear())
+      stats_.mapped_scan_gave_way =
+          TransferStats::ScanGaveWay{scan_probe_.median().touch_ns_per_page, scan_probe_.median().copy_ns_per_page};
+    return runs;
   }
 
   awaitable<Status> read_one(WorkItem item, Buffer buffer) {
@@ -406,6 +426,7 @@ class Copier {
   ItemChannel items_;
   ItemChannel filled_;
   TaskGroup stages_;
+  MappedScanProbe scan_probe_;
   TransferStats stats_;
   bool known_zero_ = false;
   bool detect_zeros_ = false;

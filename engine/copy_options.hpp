@@ -57,6 +57,11 @@ struct CopyOptions {
   // Let data go from a file source to a splicing destination by reference (no copy
   // through this process) (--zero-copy, --no-zero-copy).
   ZeroCopy zero_copy = ZeroCopy::automatic;
+  // With `automatic`, zero detection scans a source that goes by reference in place
+  // until the first scans show that mapping a page costs at least this many times
+  // copying it, and reads into buffers from then on (MappedScanProbe). 0 gives way
+  // after the first scans whatever they cost (tests).
+  double mapped_scan_dear_ratio = 1.0;
   // Boundary every request lies on (both ends' minimum block size); set by copy().
   std::uint64_t alignment = 1;
   // How much of the source's map to ask for at a time.

@@ -5,7 +5,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -47,6 +50,32 @@ bool mark_zero_chunks_guarded(std::span<const std::byte> bytes, std::uint64_t ba
   scan_in_progress = &jump;
   mark_zero_chunks(bytes, base, granularity, flags);
   scan_in_progress = nullptr;
+  return true;
+}
+
+// The measured scan, under the same guard: its frame holds only trivially destructible
+// values. The second pass marks into `flags` again, with the same result.
+bool measure_zero_chunks_guarded(std::span<const std::byte> bytes, std::uint64_t base, std::size_t granularity,
+                                 std::span<std::uint8_t> flags, std::span<std::byte> scratch, ScanCost& cost) {
+  using clock = std::chrono::steady_clock;
+  sigjmp_buf jump;
+  if (sigsetjmp(jump, 1) != 0) {
+    scan_in_progress = nullptr;
+    return false;
+  }
+  scan_in_progress = &jump;
+  const auto started = clock::now();
+  mark_zero_chunks(bytes, base, granularity, flags);
+  const auto first_done = clock::now();
+  mark_zero_chunks(bytes, base, granularity, flags);
+  const auto second_done = clock::now();
+  std::memcpy(scratch.data(), bytes.data(), bytes.size());
+  const auto copied = clock::now();
+  scan_in_progress = nullptr;
+  const double pages = std::max(1.0, static_cast<double>(bytes.size()) / 4096.0);
+  const auto ns = [](clock::duration d) { return std::chrono::duration<double, std::nano>(d).count(); };
+  cost.touch_ns_per_page = (ns(first_done - started) - ns(second_done - first_done)) / pages;
+  cost.copy_ns_per_page = ns(copied - second_done) / pages;
   return true;
 }
 
@@ -94,6 +123,15 @@ Result<std::vector<Run>> MappedRange::zero_runs(std::uint64_t base, std::size_t 
   const std::span<const std::byte> bytes(static_cast<const std::byte*>(mapping_) + delta_, length_);
   std::vector<std::uint8_t> flags(zero_chunk_count(bytes.size(), base, granularity));
   if (!mark_zero_chunks_guarded(bytes, base, granularity, flags))
+    return fail_source_shrank(offset_);
+  return runs_from_zero_chunks(bytes.size(), base, granularity, flags);
+}
+
+Result<std::vector<Run>> MappedRange::zero_runs_measured(std::uint64_t base, std::size_t granularity,
+                                                         std::span<std::byte> scratch, ScanCost& cost) const {
+  const std::span<const std::byte> bytes(static_cast<const std::byte*>(mapping_) + delta_, length_);
+  std::vector<std::uint8_t> flags(zero_chunk_count(bytes.size(), base, granularity));
+  if (!measure_zero_chunks_guarded(bytes, base, granularity, flags, scratch.first(bytes.size()), cost))
     return fail_source_shrank(offset_);
   return runs_from_zero_chunks(bytes.size(), base, granularity, flags);
 }

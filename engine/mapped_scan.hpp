@@ -19,6 +19,16 @@
 
 namespace sluice {
 
+// What scanning a mapped range cost, in nanoseconds per 4 KiB page. `touch`: the first
+// pass beyond a second pass over the same pages, which is what mapping them costs (a
+// TLB fill per page; where the hypervisor shadows the guest's page tables, a trap per
+// page). `copy`: copying the pages into a buffer, which is what reading them through
+// the page cache instead would have cost.
+struct ScanCost {
+  double touch_ns_per_page = 0;
+  double copy_ns_per_page = 0;
+};
+
 class MappedRange {
  public:
   // Maps [offset, offset + length) of `fd` read-only; populates it through `ring`.
@@ -31,6 +41,11 @@ class MappedRange {
   // scan_zero_runs over the mapped bytes; fails if a page could not be read (the file
   // shrank while it was being copied).
   Result<std::vector<Run>> zero_runs(std::uint64_t base, std::size_t granularity) const;
+
+  // zero_runs, and what it cost (ScanCost): scans twice and copies the range into
+  // `scratch`, which must hold the whole range. For the first few scans of a copy only.
+  Result<std::vector<Run>> zero_runs_measured(std::uint64_t base, std::size_t granularity,
+                                              std::span<std::byte> scratch, ScanCost& cost) const;
 
  private:
   MappedRange(void* mapping, std::size_t mapped, std::size_t delta, std::size_t length, std::uint64_t offset)

@@ -25,6 +25,10 @@ std::string stats_json(const TransferStats& s) {
       .add("seconds", s.seconds)
       .add("mib_per_second",
            s.seconds > 0 ? static_cast<double>(s.size) / (1024.0 * 1024.0) / s.seconds : 0.0);
+  if (s.mapped_scan_gave_way)
+    json.add("mapped_scan_gave_way", true)
+        .add("mapped_touch_ns_per_page", s.mapped_scan_gave_way->touch_ns_per_page)
+        .add("mapped_copy_ns_per_page", s.mapped_scan_gave_way->copy_ns_per_page);
   if (s.socket_writes) json.add("socket_writes", *s.socket_writes);
   if (s.tls_records) json.add("tls_records", *s.tls_records);
   if (s.tls_cipher) json.add("tls_cipher", std::string_view(*s.tls_cipher));

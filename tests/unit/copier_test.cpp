@@ -7,6 +7,7 @@
 
 #include "engine/cancellation.hpp"
 #include "engine/copier.hpp"
+#include "engine/mapped_scan_probe.hpp"
 #include "memory_endpoints.hpp"
 #include "run_loop.hpp"
 
@@ -378,7 +379,10 @@ TEST_CASE("zero-copy: file slices go by reference, within the depth, only where 
     MemorySource zsource(with_zeros, sample_map);
     zsource.slice_fd = zfd;
     SlicingSink sink(image_size);  // zeros are cheap here: detection is on
-    auto stats = test::run(copy(zsource, sink, small_requests()));
+    // `always`: scanning in place whatever mapping costs on this host (see below).
+    CopyOptions options = small_requests();
+    options.zero_copy = ZeroCopy::always;
+    auto stats = test::run(copy(zsource, sink, options));
     REQUIRE(stats);
     CHECK(sink.image == with_zeros);
     CHECK(zsource.max_in_flight == 0);  // still nothing read into memory
@@ -386,7 +390,41 @@ TEST_CASE("zero-copy: file slices go by reference, within the depth, only where 
     CHECK(stats->zero_copy_writes == sink.slices);
     CHECK(sink.zeroed >= 65536);  // the zeros were found and zeroed, not written
     CHECK(sink.max_in_flight <= 4);  // scans overlap; writes still stay within the depth
+    CHECK_FALSE(stats->mapped_scan_gave_way);
     ::close(zfd);
+  }
+  SUBCASE("where mapping proves dearer than copying, zero detection gives way to buffered reads") {
+    auto with_zeros = bytes;
+    std::fill_n(with_zeros.begin() + (5 << 20), 65536, std::byte{0});  // past the measured scans
+    const int zfd = memfd_with(with_zeros);
+    MemorySource zsource(with_zeros, sample_map);
+    zsource.slice_fd = zfd;
+    SlicingSink sink(image_size);
+    CopyOptions options = small_requests();  // about 28 data requests: more than the probe measures
+    options.mapped_scan_dear_ratio = 0;      // dear whatever it costs
+    auto stats = test::run(copy(zsource, sink, options));
+    REQUIRE(stats);
+    CHECK(sink.image == with_zeros);
+    CHECK(sink.corruptions == 0);
+    REQUIRE(stats->mapped_scan_gave_way);
+    CHECK(stats->mapped_scan_gave_way->copy_ns_per_page > 0);
+    // The measured scans' data went by reference; the rest was read into buffers.
+    CHECK(sink.slices >= MappedScanProbe::samples_needed);
+    CHECK(sink.slices < stats->writes);
+    CHECK(zsource.max_in_flight > 0);
+    CHECK(zsource.max_in_flight <= 4);
+    CHECK(sink.zeroed >= 65536);  // buffered detection still finds the zeros
+  }
+  SUBCASE("where mapping costs less than copying, zero detection keeps scanning in place") {
+    SlicingSink sink(image_size);
+    CopyOptions options = small_requests();
+    options.mapped_scan_dear_ratio = 1e12;  // never dear
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE(stats);
+    CHECK(sink.image == bytes);
+    CHECK_FALSE(stats->mapped_scan_gave_way);
+    CHECK(source.max_in_flight == 0);
+    CHECK(stats->zero_copy_writes == stats->writes);
   }
   SUBCASE("not taken with zero_copy off") {
     SlicingSink sink(image_size);

@@ -61,3 +61,30 @@ TEST_CASE("a range past the end of the file fails when it is mapped") {
   CHECK(runs.error().message.find("shrank") != std::string::npos);
   ::close(fd);
 }
+
+namespace {
+
+awaitable<Result<std::vector<Run>>> map_and_measure(int fd, std::size_t length, std::vector<std::byte>& scratch,
+                                                     ScanCost& cost) {
+  auto range = co_await MappedRange::map(FileRing::of(co_await asio::this_coro::executor), fd, 0, length);
+  if (!range) co_return tl::unexpected(range.error());
+  co_return range->zero_runs_measured(0, 4096, scratch, cost);
+}
+
+}  // namespace
+
+TEST_CASE("a measured scan finds the same runs, copies the range and reports what both cost") {
+  const int fd = memfd_of(1 << 20, 300000, 5000);
+  std::vector<std::byte> scratch(1 << 20);
+  ScanCost cost;
+  auto runs = test::run(map_and_measure(fd, 1 << 20, scratch, cost));
+  REQUIRE(runs);
+  auto plain = test::run(map_and_scan(fd, 0, 1 << 20, false, 0));
+  REQUIRE(plain);
+  CHECK(*runs == *plain);
+  CHECK(runs->size() == 3);
+  CHECK(scratch[300000] == std::byte{0x5a});  // the copy is the range's bytes
+  CHECK(scratch[299999] == std::byte{0});
+  CHECK(cost.copy_ns_per_page > 0);
+  ::close(fd);
+}
