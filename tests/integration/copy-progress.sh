@@ -122,6 +122,25 @@ else:
 assert s["writes"] >= 2 and s["seconds"] >= 0 and s["mib_per_second"] >= 0, s
 EOF
 
+log "--stats: where zero detection gave way to buffered reads, the verdict comes with its measures"
+rm -f "$scratch/big.copy"
+expect_ok "$SLUICE" copy --stats "$scratch/big" "$scratch/big.copy"
+same_content "$scratch/big" "$scratch/big.copy"
+"$PYTHON" - "$out" <<'EOF' || fail "--stats mapped-scan keys are wrong (above): $out"
+import json, sys
+s = json.loads(sys.argv[1])
+keys = ("mapped_scan_gave_way", "mapped_touch_ns_per_page", "mapped_copy_ns_per_page")
+if "mapped_scan_gave_way" in s:
+    # Given way only where touching a mapped page cost at least the copy (ratio 1),
+    # and from then on the data was read into pool buffers.
+    assert s["mapped_scan_gave_way"] is True, s
+    assert s["mapped_touch_ns_per_page"] >= s["mapped_copy_ns_per_page"] > 0, s
+    assert s["peak_buffers"] > 0 and s["zero_copy_writes"] < s["writes"], s
+else:
+    assert not any(k in s for k in keys), s
+    assert s["zero_copy_writes"] in (0, s["writes"]), s
+EOF
+
 log "--progress with no style: a bar when stderr is a terminal, JSON lines otherwise"
 rm -f "$scratch/big.copy"
 # script(1) gives the copy a terminal; what the terminal showed comes back in its typescript.
