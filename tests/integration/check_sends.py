@@ -1,17 +1,22 @@
 """Holds one end's log from sqe_log.c to the batching rules (stream_socket_options.sh).
 
-Usage: check_sends.py LOG splicing|sending|receiving
+Usage: check_sends.py LOG splicing|sending|memory|receiving
 
 The rules, per socket: (a) a send with MSG_MORE is followed by another send, never by
 waiting for the peer (a receive or POLLIN), a shutdown or the end; (b) the cork is not
 held then either; (c) the cork is released only after a write without MSG_MORE, the
 burst's last; (d) the socket's last write has no MSG_MORE; (e) on TCP a payload is
 spliced only under the cork, and a chunk header sent apart from its spliced payload
-carries MSG_MORE (otherwise it would leave in a segment of its own). Prints a summary;
-exits non-zero with the broken rule.
+carries MSG_MORE (otherwise it would leave in a segment of its own); (f) "memory", a
+Chunked sender on plain TCP with --no-zero-copy: nothing is spliced, and no send but the
+socket's last (the 12-byte terminator) is 12 bytes long, i.e. a chunk header leaves in
+the same write as its payload (the shim logs lengths, not bytes: a 12-byte send before
+the end can only be a header on its own). Prints a summary; exits non-zero with the
+broken rule.
 """
 import collections, sys
-# MODE: "splicing" (a sender that splices payloads), "sending" or "receiving".
+# MODE: "splicing" (a sender that splices payloads), "sending", "memory" (a sender that
+# reads payloads into memory) or "receiving".
 path, mode = sys.argv[1], sys.argv[2]
 per_socket = collections.defaultdict(list)
 for number, line in enumerate(open(path), 1):
@@ -37,6 +42,8 @@ for (pid, fd), events in per_socket.items():
             more = flag == "more"
             more_sends += more
             last_write = (n, kind, rest)
+            if mode == "memory" and kind == "splice":
+                problems.append("%s: a payload spliced by a sender meant to go through memory" % where(n))
             if kind == "splice" and family == "tcp" and not corked:
                 problems.append("%s: payload spliced without TCP_CORK held" % where(n))
             following = events[i + 1] if i + 1 < len(events) else None
@@ -55,12 +62,19 @@ for (pid, fd), events in per_socket.items():
         elif kind == "shutdown":
             held(n, "shutdown")
     held(events[-1][0], "the end of the log")
+    if mode == "memory":
+        writes = [e for e in events if e[1] in ("send", "splice", "write")]
+        for n, kind, family, rest in writes[:-1]:
+            if kind == "send" and rest[0] == "12":
+                problems.append("%s: a 12-byte send before the end: a chunk header apart from its payload" % where(n))
     if last_write and last_write[1] != "write" and last_write[2][1] == "more":
         problems.append("%s: the last write on the socket carries MSG_MORE" % where(last_write[0]))
 if not per_socket:
     problems.append("%s: the shim saw no socket at all (is liburing still a shared library?)" % path)
 elif mode != "receiving" and sends == 0:
     problems.append("%s: no socket write was seen" % path)
+if mode == "memory" and sends < 2:
+    problems.append("%s: fewer than two writes (a chunk and the terminator): nothing to hold the rule to" % path)
 if mode == "splicing" and split_headers == 0:
     problems.append("%s: no chunk header was sent apart from a spliced payload (was zero copy used?)" % path)
 for p in problems:

@@ -68,6 +68,44 @@ stats "nbd://127.0.0.1:$port_rw/a" "nbd+unix:///b?socket=$sock" >/dev/null
 same "$WORK/src.img" "$WORK/b.img" "nbd (tcp) -> nbd (unix)"
 pass "nbd -> nbd, TCP to a Unix socket"
 
+# nbd -> Chunked and raw streams, received by sluice serve --once. The outputs start as
+# 0xFF, so a hole the server's block status reports must still arrive as zeros; with
+# --prezeroed into a fresh output Chunked may skip the holes instead.
+# A --once server must not be probed by connecting (nbd_server_lib's wait_listening
+# does): the probe would be its one connection. listening.sh's asks ss instead; a
+# subshell keeps it from replacing the NBD one.
+stream_listening() ( . "$(dirname "$0")/listening.sh" && wait_listening "$1" )
+stream_case() {  # stream_case NAME PROTOCOL garbage|fresh COPY-OPTIONS...
+  local name=$1 protocol=$2 output=$3 out="$WORK/stream-$2.img" listen pid status=0 size_opts=()
+  shift 3
+  rm -f "$out"
+  if [ "$output" = garbage ]; then
+    head -c "$size" /dev/zero | tr '\0' '\377' >"$out"
+  else
+    size_opts=(--size "$size")
+  fi
+  listen="tcp://127.0.0.1:$(free_port)"
+  "$SLUICE" serve --protocol "$protocol" --listen "$listen" --output "$out" "${size_opts[@]}" --once \
+    >"$WORK/stream-serve.log" 2>&1 &
+  pid=$!
+  PIDS+=("$pid")
+  stream_listening "$listen" || die "$name: serve is not listening: $(cat "$WORK/stream-serve.log")"
+  # The read-only server's export: the source is never written, so it stays src.img.
+  stats --protocol "$protocol" "$@" "nbd://127.0.0.1:$port/ro" "$listen" >/dev/null
+  wait "$pid" || status=$?
+  [ "$status" -eq 0 ] || die "$name: serve exited $status: $(cat "$WORK/stream-serve.log")"
+  same "$WORK/src.img" "$out" "$name"
+  if [ "$output" = fresh ]; then
+    # Skipped holes stay holes in the fresh output (same slack as nbd -> file above).
+    [ "$(stat -c %b "$out")" -le $(($(stat -c %b "$WORK/src.img") + 32)) ] ||
+      die "$name: the output is less sparse than the source: holes were sent"
+  fi
+  pass "$name"
+}
+stream_case "nbd -> Chunked stream, holes sent as zeros" chunked garbage
+stream_case "nbd -> Chunked stream, --prezeroed" chunked fresh --prezeroed
+stream_case "nbd -> raw stream" raw garbage
+
 # multi-conn: the server advertises it, so four connections carry the writes
 : >"$WORK/b.img"
 truncate -s "$size" "$WORK/b.img"

@@ -185,6 +185,53 @@ status=$?
 if [ $status -eq 1 ] && grep -q "without the terminator" once.log; then pass "--once exits 1 on a truncated stream"
 else fail "--once after a truncated stream: exit $status, $(cat once.log)"; fi
 
+# Each bad header under --once: exit 1 naming the cause, and the output holds the good
+# chunk sent before it and nothing of the bad one (the rest keeps its 0x11 filler).
+$PY -c 'import sys; open(sys.argv[1],"wb").write(b"\xab" * 4096 + b"\x11" * (int(sys.argv[2]) - 4096))' \
+  once-expected.img $SIZE
+once_case() {  # once_case CASE MESSAGE: CASE from stream_craft.py, or unaligned-offset
+  local case=$1 message=$2 status=0 i log=once-$1.log
+  port=$(free_port)
+  $PY -c 'import sys; open(sys.argv[1],"wb").write(b"\x11" * int(sys.argv[2]))' out.img $SIZE
+  start_serve "$log" --listen tcp://127.0.0.1:$port --protocol chunked --output out.img --once ||
+    { fail "--once $case: serve did not start: $(cat "$log")"; return; }
+  if [ "$case" = unaligned-offset ]; then
+    # stream_craft.py has no such case: its "garbage" header fails the same check, but
+    # only by chance of its bytes; this one is a well-formed chunk at offset 1000.
+    $PY - $port <<'PYEOF'
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(struct.pack("<QI", 0, 4096) + b"\xab" * 4096 + struct.pack("<QI", 1000, 512) + b"\xcd" * 512)
+s.close()
+PYEOF
+  else
+    $PY "$CRAFT" 127.0.0.1:$port "$case" >/dev/null 2>&1
+  fi
+  # A server that outlived its one connection would otherwise hang the test until
+  # meson's timeout.
+  for i in $(seq 1 200); do kill -0 "$SERVE_PID" 2>/dev/null || break; sleep 0.05; done
+  if kill -0 "$SERVE_PID" 2>/dev/null; then
+    kill "$SERVE_PID"
+    fail "--once $case: serve still running 10 s after the bad stream: $(cat "$log")"
+  fi
+  wait "$SERVE_PID" || status=$?
+  if [ $status -ne 1 ]; then
+    fail "--once $case: serve exited $status, expected 1: $(cat "$log")"
+  elif ! grep -qF -- "$message" "$log"; then
+    fail "--once $case: the log lacks '$message': $(cat "$log")"
+  elif ! cmp out.img once-expected.img; then
+    fail "--once $case: the output is not the good chunk and the untouched rest"
+  else
+    pass "--once $case: exit 1, $(grep '^sluice: ' "$log" | tail -1)"
+  fi
+}
+once_case header-cut "inside a chunk header (5 of 12 bytes"
+once_case garbage "offset is not a multiple of 512"
+once_case oversize "exceeds the maximum chunk length 2097152"
+once_case out-of-bounds "beyond the image size $SIZE"
+once_case unaligned "length 1000 is not a multiple of 512"
+once_case unaligned-offset "chunk at offset 1000: offset is not a multiple of 512"
+
 # --- raw: a short stream ------------------------------------------------------------
 port=$(free_port)
 start_serve raw.log --listen tcp://127.0.0.1:$port --protocol raw --output out.img --once || exit 1

@@ -120,8 +120,23 @@ fi
 # check_sends.py holds each end's log to the rules (it says them).
 HERE="$SOURCE_ROOT/tests/integration"
 
-# more_case NAME TRANSPORT IMAGE splicing|sending COPY-OPTIONS...: both ends run with the
-# shim; both logs must keep the rules ("splicing": the sender splices payloads).
+# The in-memory rule can fail: a header sent apart from its payload must be caught, the
+# same lengths with the header joined to its payload must not, nor the terminator.
+printf '%s\n' "1 send 5 tcp 4108 last" "1 send 5 tcp 12 last" "1 send 5 tcp 512 last" "1 send 5 tcp 12 last" >lone.sqe
+printf '%s\n' "1 send 5 tcp 4108 last" "1 send 5 tcp 524 last" "1 send 5 tcp 12 last" >joined.sqe
+if result=$($PY "$HERE/check_sends.py" lone.sqe memory); then
+  fail "check_sends.py passed a lone 12-byte header in memory mode: $result"
+elif [ "$result" != "lone.sqe:2 (pid 1 fd 5): a 12-byte send before the end: a chunk header apart from its payload" ]; then
+  fail "check_sends.py on a lone header: $result"
+elif ! result=$($PY "$HERE/check_sends.py" joined.sqe memory); then
+  fail "check_sends.py refused headers sent with their payloads: $result"
+else
+  pass "check_sends.py memory mode: flags a lone header, passes joined ones"
+fi
+
+# more_case NAME TRANSPORT IMAGE splicing|sending|memory COPY-OPTIONS...: both ends run
+# with the shim; both logs must keep the rules ("splicing": the sender splices payloads;
+# "memory": it reads them into memory, --no-zero-copy).
 more_case() {
   local name=$1 transport=$2 image=$3 mode=$4 side result want
   shift 4
@@ -155,7 +170,11 @@ else
     fail "tcp, one sector: $segments TCP segments for one 512-byte chunk and the terminator (at most 2)"
   fi
   more_case "tcp, scattered chunks, zero copy" tcp frag.img splicing --prezeroed
-  more_case "tcp, scattered chunks, through memory" tcp frag.img sending --prezeroed --no-zero-copy
+  # Through memory each header goes out in the same send as its payload: only the
+  # terminator may be a 12-byte send.
+  more_case "tcp, scattered chunks, through memory" tcp frag.img memory --prezeroed --no-zero-copy
+  more_case "tcp, one sector, through memory" tcp sector.img memory --no-zero-copy
+  more_case "tcp, dense, through memory" tcp dense.img memory --no-zero-copy
   more_case "tcp, dense" tcp dense.img splicing
   more_case "http, scattered chunks" http frag.img splicing --prezeroed
   more_case "tls, scattered chunks" tls frag.img sending --prezeroed
