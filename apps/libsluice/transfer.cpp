@@ -54,6 +54,14 @@ awaitable<Result<TransferStats>> Transfer::run() {
   }
 }
 
+// g++ 12 at -O2 inlines the small coroutines' ramps into this one and then mistakes
+// Asio's frame allocator (operator new inside aligned_new) for a mismatch with the
+// frame's operator delete, as in the NBD client unit tests. ASan builds check the real
+// pairing at run time; clang does not warn.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 awaitable<Result<TransferStats>> Transfer::run_endpoints() {
   if (Status same = refuse_same_file(source_, destination_); !same) co_return tl::unexpected(same.error());
   if (cancellation_.requested() || (copy_.cancellation != nullptr && copy_.cancellation->requested()))
@@ -104,6 +112,9 @@ awaitable<Result<TransferStats>> Transfer::run_endpoints() {
   if (!closed) co_return tl::unexpected(closed.error());
   co_return stats;
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 Result<TransferStats> transfer_blocking(std::string_view source, std::string_view destination,
                                         const EndpointOptions& endpoints, const CopyOptions& copy) {
