@@ -6,7 +6,10 @@
 # --output FILE's); --quick and --no-docs only print, unless --output is given.
 #
 #   tests/bench/sweep-defaults.sh [--runs N] [--size SIZE] [--dir DIR] [--quick]
-#                                 [--output FILE] [--no-docs]
+#                                 [--output FILE] [--no-docs] [--sparse-only]
+#
+# --sparse-only measures only the zero-detection granularity (the quickest part) and
+# writes it as its own section, sweep-sparse.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +20,7 @@ dir=/var/tmp/sluice-sweep
 quick=0
 doc=
 no_docs=0
+sparse_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1; runs=1; size=256M; shift ;;
     --output) doc=$2; shift 2 ;;
     --no-docs) no_docs=1; shift ;;
+    --sparse-only) sparse_only=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -85,6 +90,7 @@ if [ "$quick" = 1 ]; then depths=(1 8 32); sizes=(256k 2M); fi
 table=""
 row() { table+="$*"$'\n'; echo "$*"; }
 
+if [ "$sparse_only" = 0 ]; then
 row "| route | request size | $(printf 'depth %s | ' "${depths[@]}")"
 row "|---|---|$(printf -- '--:|%.0s' "${depths[@]}")"
 for route in file null; do
@@ -102,8 +108,10 @@ for route in file null; do
   done
 done
 
+fi
+
 nbd_table=""
-if command -v nbdkit >/dev/null; then
+if [ "$sparse_only" = 0 ] && command -v nbdkit >/dev/null; then
   sock=$dir/nbdkit.sock
   rm -f "$sock"
   nbdkit --exit-with-parent -U "$sock" -f null size="$bytes" & nbdkit_pid=$!
@@ -137,11 +145,15 @@ for sp in 0 4k 64k 1M; do
 done
 echo "$sparse_table"
 
+name=sweep-defaults flags= title="Choosing the defaults: depth, request size, zero detection"
+if [ "$sparse_only" = 1 ]; then
+  name=sweep-sparse flags=" --sparse-only" title="Choosing the default zero-detection granularity (--sparse)"
+fi
 section=$(cat <<MD
-<!-- sweep-defaults:begin -->
-## Choosing the defaults: depth, request size, zero detection
+<!-- $name:begin -->
+## $title
 
-- Command: \`tests/bench/sweep-defaults.sh --runs $runs --size $size\`
+- Command: \`tests/bench/sweep-defaults.sh --runs $runs --size $size${flags}\`
 - Date: $(date -u '+%Y-%m-%d %H:%M UTC'); machine: $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), Linux $(uname -r), $(df -T "$dir" | awk 'NR==2{print $2}') under $dir
 - Figures: MiB/s of a $size image of random data (median of $runs runs, seconds from \`--stats\`, page cache warm); file -> file includes the final flush.
 
@@ -152,21 +164,21 @@ $nbd_table}
 Zero detection granularity (default depth and request size):
 
 $sparse_table
-<!-- sweep-defaults:end -->
+<!-- $name:end -->
 MD
 )
 if [ -z "$doc" ]; then
   echo "not written into any doc (--quick or --no-docs; --output FILE writes it)"
   exit 0
 fi
-/usr/bin/python3 - "$doc" "$section" <<'PY'
+/usr/bin/python3 - "$doc" "$section" "$name" <<'PY'
 import re, sys
-path, section = sys.argv[1], sys.argv[2]
+path, section, name = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     text = open(path).read()
 except FileNotFoundError:
     text = "# Benchmarks\n"
-pattern = re.compile(r"<!-- sweep-defaults:begin -->.*?<!-- sweep-defaults:end -->", re.S)
+pattern = re.compile(r"<!-- %s:begin -->.*?<!-- %s:end -->" % (name, name), re.S)
 text = pattern.sub(lambda m: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
 open(path, "w").write(text)
 PY
