@@ -153,12 +153,18 @@ void Connection::complete(std::uint64_t cookie, Status status) {
 
 void Connection::fail(Error cause) {
   if (!failure_) failure_ = cause;
-  // Oldest first: the copy reports the first error it sees.
+  // The copy reports the first error it sees, so the likeliest culprit goes first: the
+  // request whose reply the reader holds (a bad chunk, a read cut off) when there is
+  // one, the oldest otherwise. The rest wait behind the held one (settle_in_hand).
   auto pending = std::move(pending_);
   pending_.clear();
+  bool holding = false;
+  for (auto& [cookie, r] : pending) holding = holding || r == in_hand_;
   for (auto& [cookie, r] : pending) {
     if (r == in_hand_)
       in_hand_failed_ = true;
+    else if (holding)
+      behind_in_hand_.push_back(r);
     else
       r->done.complete(tl::unexpected(request_error(*r, cause)));
   }
@@ -170,6 +176,7 @@ void Connection::settle_in_hand() {
   Request* held = std::exchange(in_hand_, nullptr);
   if (held != nullptr && std::exchange(in_hand_failed_, false))
     held->done.complete(tl::unexpected(request_error(*held, *failure_)));
+  for (Request* r : std::exchange(behind_in_hand_, {})) r->done.complete(tl::unexpected(request_error(*r, *failure_)));
 }
 
 void Connection::abort() {

@@ -115,7 +115,8 @@ class Connection {
   // Removes the request from the table and completes it.
   void complete(std::uint64_t cookie, Status status);
   // After the reader has finished with the request in hand: completes it if a failure
-  // came meanwhile (fail() leaves it to the reader, see in_hand_).
+  // came meanwhile (fail() leaves it to the reader, see in_hand_), then the requests
+  // that failed with it.
   void settle_in_hand();
   // The connection is unusable: every pending request fails with `cause`.
   void fail(Error cause);
@@ -152,6 +153,8 @@ class Connection {
   // fail() marks it instead, and the reader completes it once its read has returned.
   Request* in_hand_ = nullptr;
   bool in_hand_failed_ = false;
+  // Failed along with the one in hand, completed right after it (oldest first).
+  std::vector<Request*> behind_in_hand_;
   bool disconnecting_ = false;
   bool stopping_ = false;
   clock::time_point last_progress_;
