@@ -39,10 +39,14 @@ Result<ReceiveService> make_nbd_export_service(executor ex, const ReceiverOption
   }
 
   const bool credentials = !options.tls.certificate.empty() || !options.tls.psk_file.empty();
-  if (credentials && options.tls_mode != "off") {
+  if (credentials) {
+    // Loaded under --tls=off too, which keeps the rest of the command line for A/B
+    // runs: a mistyped key path must not go unnoticed until TLS is turned back on.
     auto tls = TlsContext::create(TlsRole::server, options.tls);
     if (!tls) return tl::unexpected(tls.error());
-    config.tls = *tls;
+    if (options.tls_mode != "off") config.tls = *tls;
+  }
+  if (config.tls) {
     // Only two modes: TLS for everything (the spec's FORCEDTLS) or none. Allowing both
     // would let a man in the middle talk a client out of TLS.
     config.tls_required = true;

@@ -3,7 +3,9 @@
 # tests leave out: the handshake's replies byte by byte (unknown options, INFO, meta
 # contexts, STARTTLS without TLS), --tls=off and client certificates (--tls-ca), CACHE,
 # DISC with requests in flight, replies matched by cookie and sent in completion
-# order, OFFSET_HOLE chunks for holes, and refusing new connections after SIGTERM.
+# order, OFFSET_HOLE chunks for holes, refusing new connections after SIGTERM,
+# BLOCK_STATUS with REQ_ONE, I/O after an old-style EXPORT_NAME, and FAST_ZERO refused
+# with ENOTSUP where zeroing would mean writing zeros.
 source "$(dirname "$0")/nbd_server_lib.sh"
 requires nbdsh nbdinfo python3 openssl
 
@@ -350,6 +352,72 @@ rawnbd.request(s, 3, 0, 0, cookie=7)  # in step after the payloads
 assert rawnbd.simple_reply(s) == (0, 7)
 PY
 pass "holes come as OFFSET_HOLE, data as OFFSET_DATA; without structured replies, zeros in a simple reply"
+
+# 11. BLOCK_STATUS with REQ_ONE: one extent, and only as long as the request, where a
+# plain BLOCK_STATUS of the same range gives several.
+nbdsh --base-allocation -u "nbd+unix:///sparse?socket=$SOCK" -c '
+from proto import M
+assert h.can_meta_context("base:allocation")
+HOLE_ZERO = nbd.STATE_HOLE | nbd.STATE_ZERO
+def status(length, offset, flags=0):
+    got = []
+    def extents(context, at, entries, err):
+        assert context == "base:allocation" and at == offset, "extents for %s at %d" % (context, at)
+        got.append(list(entries))
+        return 0
+    h.block_status(length, offset, extents, flags=flags)
+    assert len(got) == 1, "%d extent lists for one context" % len(got)
+    return got[0]
+# sparse.img: data at [0, 1M), a hole at [1M, 2M), data at [2M, 3M), ...
+assert len(status(3 * M, M // 2)) > 2, "the plain BLOCK_STATUS the REQ_ONE cases are compared with"
+for offset, length, expected in ((M // 2, 3 * M, [M // 2, 0]),    # data, then hole and data
+                                 (M, 3 * M, [M, HOLE_ZERO]),       # hole, then data
+                                 (40 * M, 4096, [4096, HOLE_ZERO]),  # inside a 24 MiB hole
+                                 (4096, 8192, [8192, 0])):          # inside 1 MiB of data
+    entries = status(length, offset, nbd.CMD_FLAG_REQ_ONE)
+    assert len(entries) == 2, "REQ_ONE at %d+%d: %d extents: %s" % (offset, length, len(entries) // 2, entries)
+    assert 0 < entries[0] <= length, "REQ_ONE at %d+%d: extent of %d bytes" % (offset, length, entries[0])
+    assert entries == expected, "REQ_ONE at %d+%d: %s, expected %s" % (offset, length, entries, expected)
+print("ok: 4 REQ_ONE queries, one extent each, within the request")
+' || die "BLOCK_STATUS with REQ_ONE"
+pass "BLOCK_STATUS REQ_ONE: one extent, no longer than the request, the right kind"
+
+# 12. Old-style EXPORT_NAME (no GO): the reply is size and flags, padded with 124
+# zeros unless the client set NO_ZEROES; then a WRITE, a READ and a FLUSH on it, in
+# step, and the written data seen by another connection.
+python3 - "$SOCK" <<'PY' || die "EXPORT_NAME, then WRITE and READ"
+import struct, sys, rawnbd
+from proto import pattern, DISK_SIZE, M
+HAS_FLAGS, READ_ONLY, SEND_FLUSH = 1, 2, 4
+for client_flags, padding in ((3, 0), (1, 124)):  # FIXED_NEWSTYLE, with and without NO_ZEROES
+    s = rawnbd.connect(sys.argv[1])
+    rawnbd.recv_exactly(s, 18)
+    s.sendall(struct.pack(">I", client_flags))
+    rawnbd.option(s, 1, b"disk")  # EXPORT_NAME
+    size, flags = struct.unpack(">QH", rawnbd.recv_exactly(s, 10))
+    assert size == DISK_SIZE, "EXPORT_NAME: size %d, the file is %d" % (size, DISK_SIZE)
+    assert flags & HAS_FLAGS and flags & SEND_FLUSH and not flags & READ_ONLY, "EXPORT_NAME: flags 0x%x" % flags
+    if padding:
+        assert rawnbd.recv_exactly(s, padding) == bytes(padding), "the padding is not zeros"
+    offset = 60 * M + client_flags * 65536
+    data = pattern(offset, 65536)
+    rawnbd.request(s, 1, offset, len(data), cookie=21)
+    s.sendall(data)
+    assert rawnbd.simple_reply(s) == (0, 21), "WRITE after EXPORT_NAME failed"
+    rawnbd.request(s, 0, offset, len(data), cookie=22)
+    assert rawnbd.simple_reply(s) == (0, 22), "READ after EXPORT_NAME failed"
+    assert rawnbd.recv_exactly(s, len(data)) == data, "READ after EXPORT_NAME: not what was written"
+    rawnbd.request(s, 3, 0, 0, cookie=23)
+    assert rawnbd.simple_reply(s) == (0, 23), "FLUSH after EXPORT_NAME failed"
+    rawnbd.request(s, 2, 0, 0)  # DISC
+    assert rawnbd.closed(s), "DISC did not close the connection"
+    other = rawnbd.connect_go(sys.argv[1], "disk")
+    rawnbd.request(other, 0, offset, len(data), cookie=24)
+    assert rawnbd.simple_reply(other) == (0, 24)
+    assert rawnbd.recv_exactly(other, len(data)) == data, "another connection does not see the write"
+    other.close()
+PY
+pass "EXPORT_NAME (with and without NO_ZEROES): size, flags, then WRITE, READ, FLUSH in step; data seen elsewhere"
 stop_server
 
 # Certificates for 4 and 5: a CA, a server certificate for localhost, a client
@@ -482,4 +550,52 @@ status=0
 wait "$SERVER_PID" || status=$?
 [ "$status" -eq 0 ] || die "exit status $status after SIGTERM with a client that stopped reading"
 pass "after SIGTERM new connections are refused while the server finishes; then exit 0"
+
+# 13. FAST_ZERO where zeroing means writing zeros: ENOTSUP, and nothing changed; the
+# same zero without FAST_ZERO writes the zeros. An export on ramfs gets there without
+# a block device: ramfs has no ZERO_RANGE and no holes to punch (tmpfs would not do: it
+# punches and allocates). The ramfs is mounted in the server's own mount namespace,
+# inside a user namespace, where an unprivileged user may mount one.
+RAMFS="$WORK/ramfs"
+mkdir -p "$RAMFS"
+cat >"$WORK/ramfs-sluice" <<EOF
+#!/bin/bash
+mount -t ramfs ramfs "$RAMFS" && truncate -s 16M "$RAMFS/disk.img" || exit 1
+exec "$SLUICE" "\$@"
+EOF
+cat >"$WORK/unshared-sluice" <<EOF
+#!/bin/bash
+exec unshare --user --map-root-user --mount "$WORK/ramfs-sluice" "\$@"
+EOF
+chmod +x "$WORK/ramfs-sluice" "$WORK/unshared-sluice"
+if unshare --user --map-root-user --mount sh -c "mount -t ramfs ramfs '$RAMFS'" 2>/dev/null; then
+  SLUICE="$WORK/unshared-sluice" start_server "unix://$SOCK" --export disk="$RAMFS/disk.img"
+  # Looked at through the server's mount namespace: on another file system the case
+  # would prove nothing.
+  fstype=$(stat -f -c %T "/proc/$SERVER_PID/root$RAMFS/disk.img") || die "cannot see the server's export"
+  [ "$fstype" = ramfs ] || die "the export is on $fstype, not ramfs"
+  nbdsh -u "nbd+unix:///disk?socket=$SOCK" -c '
+from proto import pattern, M
+assert h.can_fast_zero(), "FAST_ZERO not advertised"
+h.pwrite(pattern(0, 2 * M), 0)
+for flags, what in ((nbd.CMD_FLAG_FAST_ZERO | nbd.CMD_FLAG_NO_HOLE, "FAST_ZERO|NO_HOLE"),
+                    (nbd.CMD_FLAG_FAST_ZERO, "FAST_ZERO")):
+    try:
+        h.zero(M, M // 2, flags=flags)
+        raise AssertionError(what + " on ramfs succeeded, expected ENOTSUP")
+    except nbd.Error as e:
+        assert e.errno == "ENOTSUP", "%s on ramfs: %s, expected ENOTSUP" % (what, e)
+    assert h.pread(2 * M, 0) == pattern(0, 2 * M), what + " was refused, but the data changed"
+    print("ok: %s on ramfs -> ENOTSUP, data unchanged" % what)
+h.zero(M, M // 2, flags=nbd.CMD_FLAG_NO_HOLE)
+assert h.pread(2 * M, 0) == pattern(0, M // 2) + bytes(M) + pattern(3 * M // 2, M // 2), \
+    "WRITE_ZEROES NO_HOLE: not zeros within the range, or zeros outside it"
+h.zero(3 * M + 24, 1000)
+assert h.pread(4 * M, 0) == pattern(0, 1000) + bytes(4 * M - 1000), "WRITE_ZEROES: not zeros where asked"
+' || die "FAST_ZERO on ramfs"
+  stop_server
+  pass "FAST_ZERO on ramfs -> ENOTSUP, data unchanged; without FAST_ZERO the zeros are written"
+else
+  echo "note: no user namespace with a ramfs here: the FAST_ZERO ENOTSUP case is skipped"
+fi
 echo "all passed"

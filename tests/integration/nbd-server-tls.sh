@@ -1,7 +1,8 @@
 #!/bin/bash
 # TLS: x509 certificates and pre-shared keys, from nbdcopy nbds:// and nbdinfo; with
 # TLS required, plaintext options are refused with TLS_REQD and EXPORT_NAME before
-# STARTTLS closes the connection.
+# STARTTLS closes the connection. --tls=require and --tls=off given explicitly, and
+# --tls=require without credentials refused as a usage error.
 source "$(dirname "$0")/nbd_server_lib.sh"
 requires openssl nbdcopy nbdinfo nbdkit python3
 
@@ -76,4 +77,86 @@ if nbdinfo "nbds+unix://alice@/disk?socket=$SOCK&tls-psk-file=$WORK/wrong.psk" >
 fi
 pass "PSK: nbdinfo and nbdcopy both ways over nbds+unix://, wrong key refused"
 stop_server
+
+# --tls=require said explicitly: what the credentials alone imply (FORCEDTLS), not
+# something laxer. A TLS client writes and reads; a plaintext one gets TLS_REQD for GO
+# and is hung up on for EXPORT_NAME, and STARTTLS is accepted.
+PORT=$(free_port)
+start_server "tcp://127.0.0.1:$PORT" --export disk="$WORK/disk.img" --tls=require \
+  --tls-cert "$PKI/server-cert.pem" --tls-key "$PKI/server-key.pem"
+/usr/bin/python3 - "nbds://localhost:$PORT/disk?tls-certificates=$CLIENT_DIR" <<'PY' || die "TLS client against --tls=require"
+import sys, nbd
+h = nbd.NBD()
+h.set_uri_allow_local_file(True)  # the URI names the CA's directory
+h.connect_uri(sys.argv[1])
+assert h.get_tls_negotiated(), "connected without TLS"
+h.pwrite(b"r" * 65536, 1 << 20)
+assert h.pread(65536, 1 << 20) == b"r" * 65536, "data read back over TLS differs"
+h.shutdown()
+PY
+if nbdinfo "nbd://localhost:$PORT/disk" >/dev/null 2>&1; then die "--tls=require: a plaintext client got in"; fi
+python3 - 127.0.0.1 "$PORT" <<'PY' || die "--tls=require: plaintext options"
+import sys, struct, rawnbd
+TLS_REQD, ACK = 0x80000005, 1
+address = (sys.argv[1], int(sys.argv[2]))
+s = rawnbd.connect_greeted(address)
+rawnbd.option(s, 7, struct.pack(">I", 4) + b"disk" + struct.pack(">H", 0))  # GO
+_, rtype, _ = rawnbd.option_reply(s)
+assert rtype == TLS_REQD, "GO in plaintext: reply 0x%x, expected TLS_REQD" % rtype
+rawnbd.option(s, 5)  # STARTTLS
+opt, rtype, _ = rawnbd.option_reply(s)
+assert (opt, rtype) == (5, ACK), "STARTTLS: reply 0x%x, expected ACK" % rtype
+s = rawnbd.connect_greeted(address)
+rawnbd.option(s, 1, b"disk")  # EXPORT_NAME
+assert rawnbd.closed(s), "EXPORT_NAME in plaintext did not close the connection"
+PY
+stop_server
+pass "--tls=require: TLS client served; plaintext GO -> TLS_REQD, STARTTLS -> ACK, EXPORT_NAME closes"
+
+# --tls=require without credentials cannot be honoured: a usage error (exit 2) that
+# says what is missing, before anything listens.
+status=0
+timeout 10 "$SLUICE" serve --protocol nbd --listen "unix://$WORK/require.sock" --export disk="$WORK/disk.img" \
+  --tls=require >"$WORK/require.out" 2>&1 || status=$?
+[ "$status" -eq 2 ] || die "--tls=require without credentials: exit status $status, expected 2: $(cat "$WORK/require.out")"
+grep -qF -- "--tls=require needs --tls-cert and --tls-key, or --tls-psk-file" "$WORK/require.out" ||
+  die "--tls=require without credentials: unclear message: $(cat "$WORK/require.out")"
+[ -e "$WORK/require.sock" ] && die "--tls=require without credentials created its socket"
+status=0
+timeout 10 "$SLUICE" serve --protocol nbd --listen "unix://$WORK/require.sock" --export disk="$WORK/disk.img" \
+  --tls=maybe >"$WORK/maybe.out" 2>&1 || status=$?
+[ "$status" -eq 2 ] && grep -qF -- "--tls must be require or off" "$WORK/maybe.out" ||
+  die "--tls=maybe: exit status $status: $(cat "$WORK/maybe.out")"
+pass "--tls=require without credentials and --tls=maybe: exit 2 with the reason, nothing listening"
+
+# --tls=off ignores the credentials (here a PSK file; nbd-server-protocol.sh does a
+# certificate): plaintext clients are served, STARTTLS is refused with ERR_POLICY,
+# and a client holding the right key cannot get TLS.
+start_server "unix://$SOCK" --export disk="$WORK/disk.img" --tls=off --tls-psk-file "$WORK/keys.psk"
+nbdsh -u "nbd+unix:///disk?socket=$SOCK" -c '
+assert not h.get_tls_negotiated()
+h.pwrite(b"o" * 65536, 2 << 20)
+assert h.pread(65536, 2 << 20) == b"o" * 65536, "plaintext data read back differs"
+' || die "plaintext I/O against --tls=off"
+python3 - "$SOCK" <<'PY' || die "STARTTLS against --tls=off"
+import sys, rawnbd
+ERR_POLICY = 0x80000002
+s = rawnbd.connect_greeted(sys.argv[1])
+rawnbd.option(s, 5)
+opt, rtype, _ = rawnbd.option_reply(s)
+assert (opt, rtype) == (5, ERR_POLICY), "STARTTLS: reply 0x%x, expected ERR_POLICY" % rtype
+PY
+if nbdinfo "$P" >/dev/null 2>&1; then die "--tls=off: a client requiring TLS with the right key got TLS"; fi
+stop_server
+pass "--tls=off with a PSK file: plaintext served, STARTTLS -> ERR_POLICY, nbds+unix:// with the key fails"
+
+# --tls=off still loads the credentials it sets aside: a missing key file is an error
+# at start, not a surprise on the day TLS is turned back on.
+status=0
+timeout 10 "$SLUICE" serve --protocol nbd --listen "unix://$WORK/off.sock" --export disk="$WORK/disk.img" \
+  --tls=off --tls-psk-file "$WORK/no-such.psk" >"$WORK/off.out" 2>&1 || status=$?
+[ "$status" -eq 1 ] || die "--tls=off with a missing PSK file: exit status $status, expected 1: $(cat "$WORK/off.out")"
+grep -qF "no-such.psk" "$WORK/off.out" || die "--tls=off with a missing PSK file: the file is not named: $(cat "$WORK/off.out")"
+[ -e "$WORK/off.sock" ] && die "--tls=off with a missing PSK file created its socket"
+pass "--tls=off with a missing PSK file: exit 1 naming it, nothing listening"
 echo "all passed"

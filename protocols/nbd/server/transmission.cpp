@@ -175,9 +175,17 @@ void Transmission::interrupt() {
 }
 
 void Transmission::request_done() {
-  --in_flight_;
   ++served_;
+  request_dropped();
+}
+
+void Transmission::request_dropped() {
+  --in_flight_;
   if (stopping_ && in_flight_ == 0) interrupt();
+}
+
+Transmission::InFlightUntilHandled::~InFlightUntilHandled() {
+  if (!handed_over) transmission.request_dropped();
 }
 
 awaitable<Result<Buffer>> Transmission::buffer_for(std::size_t length, Lease& bytes) {
@@ -210,6 +218,11 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     if (!*next) co_return Status{};  // the client closed the connection
     const RequestHeader& header = **next;
     if (header.command == Command::disc) co_return Status{};  // in-flight work finishes in run()
+    // In flight from its header on: a shutdown that comes while a WRITE's payload is
+    // still arriving waits for it (within the grace) and answers it, rather than
+    // closing on a request the client has already sent.
+    ++in_flight_;
+    InFlightUntilHandled counted{*this};
 
     auto request = std::make_unique<Request>(Request{header, std::move(slot), Lease(byte_units_), {}, {}, {}});
     request->refusal = check_request(header, terms_);
@@ -241,7 +254,7 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
         got = co_await reader_.payload(request->buffer.data());
       if (!got) co_return got;
     }
-    ++in_flight_;
+    counted.handed_over = true;  // handle() calls request_done()
     handlers.spawn(handle(std::move(request)));
   }
 }

@@ -93,6 +93,14 @@ class Transmission {
   // A WRITE's payload into a pipe, or where the pipe cannot take it all, into memory.
   awaitable<Status> receive_payload_piped(Request& request);
   void request_done();
+  // A request counted in flight whose reading failed: it will get no reply.
+  void request_dropped();
+  // Keeps a request counted from its header until handle() takes it over.
+  struct InFlightUntilHandled {
+    Transmission& transmission;
+    bool handed_over = false;
+    ~InFlightUntilHandled();
+  };
   void interrupt();
 
   executor ex_;
