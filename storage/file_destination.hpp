@@ -70,9 +70,15 @@ class FileDestination final : public Destination {
   struct Range {
     std::uint64_t offset;
     std::uint64_t length;
+    std::uint64_t written;  // bytes written within it (holes skipped inside are not)
   };
   std::deque<Range> dirty_;  // written, writeback started, not yet known to be on disk
   std::uint64_t dirty_bytes_ = 0;
+  // Written since writeback was last started, not yet handed to it: the span they
+  // cover and how many bytes they are.
+  std::uint64_t unkicked_begin_ = 0;
+  std::uint64_t unkicked_end_ = 0;
+  std::uint64_t unkicked_bytes_ = 0;
 };
 
 }  // namespace sluice
