@@ -97,12 +97,23 @@ fake_server wcookie --mode unknown-cookie --after 5
 failed "a simple reply for cookie 0xbad0c0ffee000000, which matches no request in flight" "$src" "$uri"
 [[ $err == "sluice: NBD WRITE of 65536 bytes at offset "* ]] || fail "the WRITE is not named: $err"
 
+# silent_after_5 NAME WRITE|READ: the server stops answering after 5 requests while
+# the copy writes to it or reads from it; --timeout 2 ends the copy well within the
+# watchdog, naming that command.
+silent_after_5() {
+  fake_server "$1" --mode hang --after 5
+  local start=$SECONDS
+  if [[ $2 == WRITE ]]; then
+    failed "no reply from " --timeout 2 "$src" "$uri"
+  else
+    failed "no reply from " --timeout 2 "$uri" "$scratch/out.img"
+  fi
+  (( SECONDS - start < 20 )) || fail "--timeout 2 took $((SECONDS - start)) s"
+  [[ $err == "sluice: NBD $2 of 65536 bytes at offset "* ]] || fail "the $2 is not named: $err"
+}
+
 log "writing: the server stops answering after 5 requests (--timeout 2)"
-fake_server whang --mode hang --after 5
-start=$SECONDS
-failed "no reply from " --timeout 2 "$src" "$uri"
-(( SECONDS - start < 20 )) || fail "--timeout 2 took $((SECONDS - start)) s"
-[[ $err == "sluice: NBD WRITE of 65536 bytes at offset "* ]] || fail "the WRITE is not named: $err"
+silent_after_5 whang WRITE
 
 log "writing: the server hangs up after answering 5 requests"
 fake_server wdrop --mode drop --after 5
@@ -141,11 +152,7 @@ failed "NBD BLOCK_STATUS of 4194304 bytes at offset 0 failed: no reply from " --
 (( SECONDS - start < 20 )) || fail "--timeout 2 took $((SECONDS - start)) s"
 
 log "reading: the server stops answering after 5 requests (--timeout 2)"
-fake_server rhang --mode hang --after 5
-start=$SECONDS
-failed "no reply from " --timeout 2 "$uri" "$scratch/out.img"
-(( SECONDS - start < 20 )) || fail "--timeout 2 took $((SECONDS - start)) s"
-[[ $err == "sluice: NBD READ of 65536 bytes at offset "* ]] || fail "the READ is not named: $err"
+silent_after_5 rhang READ
 
 log "reading: the server hangs up after answering 5 requests"
 fake_server rdrop --mode drop --after 5
