@@ -103,7 +103,9 @@ start_receive_image() {
   on_exit "kill $recv_pid 2>/dev/null"
   recv_uri=
   for _ in $(seq 200); do
-    recv_uri=$(head -n1 "$scratch/recv.uri" 2>/dev/null)
+    # The file appears only once the child has opened it; until then head fails, and
+    # under set -e that would end the test silently.
+    recv_uri=$(head -n1 "$scratch/recv.uri" 2>/dev/null || true)
     [[ -n $recv_uri ]] && break
     kill -0 $recv_pid 2>/dev/null || break
     sleep 0.05
