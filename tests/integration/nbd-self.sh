@@ -71,10 +71,6 @@ pass "nbd -> nbd, TCP to a Unix socket"
 # nbd -> Chunked and raw streams, received by sluice serve --once. The outputs start as
 # 0xFF, so a hole the server's block status reports must still arrive as zeros; with
 # --prezeroed into a fresh output Chunked may skip the holes instead.
-# A --once server must not be probed by connecting (nbd_server_lib's wait_listening
-# does): the probe would be its one connection. listening.sh's asks ss instead; a
-# subshell keeps it from replacing the NBD one.
-stream_listening() ( . "$(dirname "$0")/listening.sh" && wait_listening "$1" )
 stream_case() {  # stream_case NAME PROTOCOL garbage|fresh COPY-OPTIONS...
   local name=$1 protocol=$2 output=$3 out="$WORK/stream-$2.img" listen pid status=0 size_opts=()
   shift 3
@@ -89,7 +85,7 @@ stream_case() {  # stream_case NAME PROTOCOL garbage|fresh COPY-OPTIONS...
     >"$WORK/stream-serve.log" 2>&1 &
   pid=$!
   PIDS+=("$pid")
-  stream_listening "$listen" || die "$name: serve is not listening: $(cat "$WORK/stream-serve.log")"
+  wait_listening "$listen" "$pid" || die "$name: serve is not listening: $(cat "$WORK/stream-serve.log")"
   # The read-only server's export: the source is never written, so it stays src.img.
   stats --protocol "$protocol" "$@" "nbd://127.0.0.1:$port/ro" "$listen" >/dev/null
   wait "$pid" || status=$?

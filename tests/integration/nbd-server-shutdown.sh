@@ -7,6 +7,16 @@
 source "$(dirname "$0")/nbd_server_lib.sh"
 requires nbdcopy nbdkit python3
 
+# exits_cleanly WHEN: the server is gone within 10 s (never waited on for longer: that
+# would hang the test), with status 0.
+exits_cleanly() {
+  local i status=0
+  for i in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$SERVER_PID" 2>/dev/null && die "the server did not exit within 10 s $1"
+  wait "$SERVER_PID" || status=$?
+  [ "$status" -eq 0 ] || die "exit status $status $1"
+}
+
 SIZE=128M
 truncate -s "$SIZE" "$WORK/disk.img"
 SOCK="$WORK/nbd.sock"
@@ -69,10 +79,7 @@ assert rawnbd.closed(idle), "the idle connection was not closed"
 assert rawnbd.closed(negotiating), "the negotiating connection was not closed"
 print("ok: idle and negotiating connections closed at SIGTERM")
 PY
-for i in $(seq 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-status=0
-wait "$SERVER_PID" || status=$?
-[ "$status" -eq 0 ] || die "exit status $status with idle clients"
+exits_cleanly "with idle clients"
 [ "$(head -c 4096 "$WORK/disk.img")" = "$(printf 'q%.0s' $(seq 4096))" ] || die "the acknowledged write is not in the file"
 pass "idle clients: exit 0, the acknowledged write is in the file"
 
@@ -183,17 +190,13 @@ PY
 
 # acked_writes_survive SIGNAL: the case above, stopped by SIGNAL.
 acked_writes_survive() {
-  local sig=$1 i status
+  local sig=$1
   rm -f "$WORK/inflight.img"
   truncate -s 128M "$WORK/inflight.img"
   start_server "unix://$SOCK" --export disk="$WORK/inflight.img"
   python3 "$WORK/inflight.py" "$SOCK" "$SERVER_PID" "$sig" "$WORK/inflight.img" ||
     die "$sig with writes in flight"
-  for i in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -0 "$SERVER_PID" 2>/dev/null && die "the server did not exit within 10 s of $sig"
-  status=0
-  wait "$SERVER_PID" || status=$?
-  [ "$status" -eq 0 ] || die "exit status $status after $sig with writes in flight"
+  exits_cleanly "after $sig with writes in flight"
   [ -e "$SOCK" ] && die "the socket file was left behind after $sig"
   python3 "$WORK/check_inflight.py" "$WORK/inflight.img" || die "$sig: the file does not hold what was acknowledged"
   pass "$sig with writes in flight: exit 0; every acknowledged write is in the file, no refused one is"
@@ -202,13 +205,6 @@ acked_writes_survive SIGTERM
 # SIGINT (Ctrl-C at a terminal) stops the server exactly as SIGTERM does.
 acked_writes_survive SIGINT
 
-# exits_cleanly WHEN: the server is gone within 10 s, with status 0.
-exits_cleanly() {
-  local i status=0
-  for i in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-  wait "$SERVER_PID" || status=$?
-  [ "$status" -eq 0 ] || die "exit status $status $1"
-}
 # file_holds FILE OFFSET PYTHON-BYTES: the file holds those bytes at that offset.
 file_holds() {
   python3 -c '

@@ -28,7 +28,7 @@ start_traced() {
     "$SLUICE" serve --protocol nbd --listen "$listen" "$@" >>"$WORK/server.log" 2>&1 &
   TRACER_PID=$!
   PIDS+=("$TRACER_PID")
-  wait_listening "$listen" "$TRACER_PID"
+  wait_listening "$listen" "$TRACER_PID" || die "the server is not listening on $listen"
   SERVER_PID=$(pgrep -P "$TRACER_PID")
   [ -n "$SERVER_PID" ] || die "no server under strace"
   # strace ignores SIGTERM while it runs a program: the cleanup must stop the server.

@@ -1,6 +1,7 @@
 # Shared by the nbd-server-*.sh tests: a scratch directory, a server started and
 # stopped by its pid, and a raw NBD client in Python for what libnbd will not send.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/listening.sh"
 
 : "${SLUICE:?SLUICE must point at the sluice binary}"
 # nbdsh is Python: the first python3 on PATH may lack the nbd module.
@@ -49,26 +50,7 @@ start_server() {
   "$SLUICE" serve --protocol nbd --listen "$listen" "$@" >>"$WORK/server.log" 2>&1 &
   SERVER_PID=$!
   PIDS+=("$SERVER_PID")
-  wait_listening "$listen" "$SERVER_PID"
-}
-
-# wait_listening LISTEN_URI PID: returns once something accepts on LISTEN_URI; fails if
-# PID exits first or nothing listens within 10 s.
-wait_listening() {
-  local listen=$1 pid=$2 i
-  for i in $(seq 1 100); do
-    case $listen in
-      unix://*) [ -S "${listen#unix://}" ] && return 0 ;;
-      tcp://*)
-        local hostport=${listen#tcp://}
-        if python3 -c "import socket,sys; socket.create_connection(('${hostport%:*}', ${hostport##*:}), 1).close()" 2>/dev/null; then
-          return 0
-        fi ;;
-    esac
-    kill -0 "$pid" 2>/dev/null || die "the server exited at start"
-    sleep 0.1
-  done
-  die "the server did not start listening on $listen"
+  wait_listening "$listen" "$SERVER_PID" || die "the server is not listening on $listen"
 }
 
 # stop_server: SIGTERM, then the exit status must be 0 within 10 s.

@@ -37,7 +37,7 @@ rounds() {
     "$SLUICE" serve --protocol "$protocol" --listen "unix://$SOCK" "$@" >>"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     PIDS+=("$SERVER_PID")
-    wait_listening "unix://$SOCK" "$SERVER_PID"
+    wait_listening "unix://$SOCK" "$SERVER_PID" || die "the server is not listening"
     two_signals "$SERVER_PID" $(((round % 16) * 20))
     for i in $(seq 1 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$SERVER_PID" 2>/dev/null; then
