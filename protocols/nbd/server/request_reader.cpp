@@ -91,9 +91,9 @@ awaitable<Result<std::size_t>> RequestReader::payload_to_pipe(const Pipe& pipe, 
     if (errno == EINTR) continue;
     if (errno != EAGAIN)
       co_return fail(errno_code(errno), "receiving from " + stream_.peer() + ": " + errno_code(errno).message());
-    // Either the socket was empty or the pipe is full: bytes waiting in the socket
-    // tell, but only on a second look, since they may have arrived just after the
-    // splice found none (a payload sent to memory for that was a flaky test).
+    // Either the socket was empty or the pipe is full. Bytes waiting in the socket
+    // tell which only on a second look: they may have arrived just after the splice
+    // found none, and taking that for a full pipe sent payloads to memory needlessly.
     int waiting = 0;
     if (::ioctl(socket, FIONREAD, &waiting) == 0 && waiting > 0) {
       if (retried_with_bytes_waiting) co_return done;
