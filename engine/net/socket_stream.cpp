@@ -8,6 +8,7 @@
 #include <sys/un.h>
 
 #include <asio/read.hpp>
+#include <array>
 #include <vector>
 
 #include "engine/net/hard_close.hpp"
@@ -119,14 +120,28 @@ awaitable<Status> SocketStream::send_memory(std::vector<asio::const_buffer>& buf
   co_return s;
 }
 
+namespace {
+// Headers that ride in a splice's pipe: an NBD request's 28 bytes or a Chunked header's
+// 12, with room for a few small frames gathered before them.
+constexpr std::size_t lead_capacity = 512;
+
+std::size_t gathered_size(const std::vector<asio::const_buffer>& buffers) {
+  std::size_t total = 0;
+  for (const auto& b : buffers) total += b.size();
+  return total;
+}
+}  // namespace
+
 awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool more) {
-  // Memory frames are gathered into one sendmsg; a frame whose payload stays in a file
-  // sends what was gathered (its header included) corked, then splices the payload.
-  // The cork is released with the burst's end (Stream::write_queued).
+  // Memory frames are gathered into one sendmsg. A frame whose payload stays in a file
+  // is spliced, corked, with its header ahead of it in the pipe (one write for both);
+  // a frame whose payload waits in a pipe already sends what was gathered first. The
+  // cork is released with the burst's end (Stream::write_queued).
   std::vector<asio::const_buffer> buffers;
   buffers.reserve(batch.size() * 2);
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const Frame& f = batch[i].frame;
+    const std::size_t own_from = buffers.size();  // this frame's own memory from here on
     if (f.contiguous() && !f.head.empty() && !f.body.empty()) {
       buffers.emplace_back(f.head.data(), f.head.size() + f.body.size());
     } else {
@@ -135,9 +150,9 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
     }
     if (f.file.length == 0 && f.piped.length == 0) continue;
     cork_.hold();
-    if (Status s = co_await send_memory(buffers, true); !s) co_return s;
     bool last = i + 1 == batch.size();
     if (f.piped.length > 0) {
+      if (Status s = co_await send_memory(buffers, true); !s) co_return s;
       Status s = co_await splice_pipe_to_socket(FileRing::of(socket_.get_executor()), f.piped.fd, f.piped.length,
                                                 socket_.native_handle(), more || !last);
       ++stats_.socket_writes;
@@ -150,14 +165,30 @@ awaitable<Status> SocketStream::transmit(std::span<const Pending> batch, bool mo
       if (!pipe) co_return tl::unexpected(pipe.error());
       pipe_ = std::move(*pipe);
     }
+    // What was gathered rides in the pipe ahead of the payload when it is small (this
+    // frame's header, and maybe a few small frames before it). Otherwise the earlier
+    // frames go out first, and then only this frame's header rides, if small enough.
+    std::array<std::byte, lead_capacity> lead_bytes;
+    const std::size_t limit = std::min(lead_bytes.size(), Pipe::lead_limit());
+    if (gathered_size(buffers) > limit) {
+      std::vector<asio::const_buffer> own(buffers.begin() + static_cast<std::ptrdiff_t>(own_from), buffers.end());
+      if (gathered_size(own) <= limit) buffers.resize(own_from);
+      else own.clear();  // goes out with the rest
+      if (Status sent = co_await send_memory(buffers, true); !sent) co_return sent;
+      buffers = std::move(own);
+    }
+    const std::size_t lead = gathered_size(buffers);
+    asio::buffer_copy(asio::buffer(lead_bytes.data(), lead), buffers);
+    buffers.clear();
     Status s = co_await splice_file_to_socket(FileRing::of(socket_.get_executor()), *pipe_, f.file.fd,
-                                              f.file.offset, f.file.length, socket_.native_handle(), more || !last);
+                                              f.file.offset, f.file.length, socket_.native_handle(), more || !last,
+                                              std::span<const std::byte>(lead_bytes.data(), lead));
     ++stats_.socket_writes;
     if (!s) {
       pipe_.reset();  // may hold pages that never left
       co_return fail(s.error().code, s.error().message + " (to " + peer_ + ")");
     }
-    stats_.bytes_sent += f.file.length;
+    stats_.bytes_sent += lead + f.file.length;
   }
   co_return co_await send_memory(buffers, more);
 }

@@ -213,16 +213,23 @@ Status splice_pipe_to_memory_file(int pipe, int file, std::uint64_t offset, std:
 }
 
 awaitable<Status> splice_file_to_socket(FileRing& ring, Pipe& pipe, int file, std::uint64_t offset,
-                                        std::uint64_t length, int socket, bool more) {
-  while (length > 0) {
-    const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, pipe.capacity()));
-    if (Status s = co_await splice_file_to_pipe(ring, file, offset, pipe.write_end(), chunk); !s) co_return s;
+                                        std::uint64_t length, int socket, bool more,
+                                        std::span<const std::byte> lead) {
+  std::size_t led = lead.size();
+  if (led > 0)
+    if (Status s = pipe.put(lead); !s) co_return s;
+  do {
+    const std::size_t room = led > 0 ? pipe.capacity_after_lead() : pipe.capacity();
+    const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(length, room));
+    if (chunk > 0)
+      if (Status s = co_await splice_file_to_pipe(ring, file, offset, pipe.write_end(), chunk); !s) co_return s;
     offset += chunk;
     length -= chunk;
     // Hold the socket's last partial segment only while more is known to follow.
-    if (Status s = co_await splice_pipe_to_socket(ring, pipe.read_end(), chunk, socket, more || length > 0); !s)
+    if (Status s = co_await splice_pipe_to_socket(ring, pipe.read_end(), led + chunk, socket, more || length > 0); !s)
       co_return s;
-  }
+    led = 0;
+  } while (length > 0);
   co_return Status{};
 }
 

@@ -116,11 +116,13 @@ awaitable<int> FileRing::submit(Prepare prepare) {
 }
 
 // Moves `length` bytes from a file at `offset` to a socket through `pipe`, never
-// copying them into this process. `more` keeps the socket corked after the last byte
-// (more data is known to follow). Returns the bytes sent, which are all of them unless
-// an error is returned.
+// copying them into this process. `lead` (a frame's header, at most
+// Pipe::lead_limit() bytes) is copied into the pipe first and leaves in the same
+// splice as the payload's first pipeful, not in a write of its own. `more` keeps the
+// socket corked after the last byte (more data is known to follow).
 awaitable<Status> splice_file_to_socket(FileRing& ring, class Pipe& pipe, int file, std::uint64_t offset,
-                                        std::uint64_t length, int socket, bool more);
+                                        std::uint64_t length, int socket, bool more,
+                                        std::span<const std::byte> lead = {});
 
 // The error for a source file that ended before `offset`, which its size promised:
 // it shrank while being copied. One wording for every way of reading it.

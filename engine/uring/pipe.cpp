@@ -44,6 +44,10 @@ std::size_t Pipe::planned_capacity() {
   return planned;
 }
 
+std::size_t Pipe::capacity_after_lead() const { return capacity_ - page_size(); }
+
+std::size_t Pipe::lead_limit() { return page_size(); }
+
 Status Pipe::put(std::span<const std::byte> bytes) const {
   return move_all(bytes.size(), "writing into a pipe", [&](std::size_t done) {
     return ::write(write_.get(), bytes.data() + done, bytes.size() - done);

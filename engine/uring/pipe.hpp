@@ -22,6 +22,10 @@ class Pipe {
   // Bytes one splice from a file can always put in the empty pipe, whatever the file
   // offset's alignment (the pipe's size less one page).
   std::size_t capacity() const { return capacity_; }
+  // What a splice from a file can still put in after put() of at most lead_limit()
+  // bytes into the empty pipe (those take one page of it).
+  std::size_t capacity_after_lead() const;
+  static std::size_t lead_limit();
   // The capacity() create() aims for on this system (a pipe may still come out smaller
   // where the user's pipe limits are reached).
   static std::size_t planned_capacity();

@@ -133,6 +133,20 @@ elif ! result=$($PY "$HERE/check_sends.py" joined.sqe memory); then
 else
   pass "check_sends.py memory mode: flags a lone header, passes joined ones"
 fi
+# The same rule for a sender that splices: the header goes into the pipe ahead of the
+# payload, so the splice carries both; a header sent on its own before it is caught.
+printf '%s\n' "1 cork 5 tcp 1" "1 send 5 tcp 12 more" "1 splice 5 tcp 4096 last" "1 cork 5 tcp 0" \
+  "1 send 5 tcp 12 last" >lone-splice.sqe
+printf '%s\n' "1 cork 5 tcp 1" "1 splice 5 tcp 4108 last" "1 cork 5 tcp 0" "1 send 5 tcp 12 last" >joined-splice.sqe
+if result=$($PY "$HERE/check_sends.py" lone-splice.sqe splicing); then
+  fail "check_sends.py passed a lone 12-byte header in splicing mode: $result"
+elif [ "$result" != "lone-splice.sqe:2 (pid 1 fd 5): a 12-byte send before the end: a chunk header apart from its payload" ]; then
+  fail "check_sends.py on a lone header before a splice: $result"
+elif ! result=$($PY "$HERE/check_sends.py" joined-splice.sqe splicing); then
+  fail "check_sends.py refused a header spliced with its payload: $result"
+else
+  pass "check_sends.py splicing mode: flags a lone header, passes one spliced with its payload"
+fi
 
 # more_case NAME TRANSPORT IMAGE splicing|sending|memory COPY-OPTIONS...: both ends run
 # with the shim; both logs must keep the rules ("splicing": the sender splices payloads;
