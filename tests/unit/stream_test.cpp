@@ -26,6 +26,17 @@ namespace {
 using test::connected_pair;
 using test::Pair;
 
+// Reads on the server's end what the senders should have made arrive, waits for the
+// senders, and compares.
+awaitable<Status> expect_received(Pair& pair, TaskGroup& senders, const std::vector<std::byte>& expected) {
+  std::vector<std::byte> received(expected.size());
+  Status got = co_await pair.server->read_exactly(received);
+  if (Status s = co_await senders.join(); !s) co_return s;
+  if (!got) co_return got;
+  CHECK(received == expected);
+  co_return Status{};
+}
+
 // Sends `count` frames of `size` bytes with a 12-byte header (in headroom when
 // `contiguous`), reads them back on the other end and compares.
 awaitable<Status> exchange(Pair& pair, int count, std::size_t size, bool contiguous) {
@@ -50,13 +61,28 @@ awaitable<Status> exchange(Pair& pair, int count, std::size_t size, bool contigu
                 b.data()};
     senders.spawn(pair.client->send(frame));
   }
-  std::vector<std::byte> received(expected.size());
-  Status got = co_await pair.server->read_exactly(received);
-  if (Status s = co_await senders.join(); !s) co_return s;
-  if (!got) co_return got;
-  CHECK(received == expected);
-  co_return Status{};
+  co_return co_await expect_received(pair, senders, expected);
 }
+
+// A 3 MiB file of noise, open for reading: the source of the spliced payloads.
+struct NoiseFile {
+  explicit NoiseFile(unsigned seed) : content(test::noise(3u << 20, seed)) {
+    test::write_at(dir.file("payload.img"), 0, content);
+    fd = ::open(dir.file("payload.img").c_str(), O_RDONLY);
+  }
+  ~NoiseFile() {
+    if (fd >= 0) ::close(fd);
+  }
+  // Appends the file's bytes [from, from + n) to `bytes`.
+  void append_to(std::vector<std::byte>& bytes, std::size_t from, std::size_t n) const {
+    for (std::size_t i = 0; i < n; ++i) bytes.push_back(std::byte(static_cast<unsigned char>(content[from + i])));
+  }
+  NoiseFile(const NoiseFile&) = delete;
+  NoiseFile& operator=(const NoiseFile&) = delete;
+  test::TempDir dir;
+  std::vector<char> content;
+  int fd = -1;
+};
 
 }  // namespace
 
@@ -85,11 +111,8 @@ TEST_CASE("plain TCP: frames arrive whole and in order, gathered into few writes
 }
 
 TEST_CASE("plain TCP: payloads spliced from a file arrive between memory frames, in order") {
-  test::TempDir dir;
-  auto content = test::noise(3u << 20, 5);
-  test::write_at(dir.file("payload.img"), 0, content);
-  int fd = ::open(dir.file("payload.img").c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
+  NoiseFile file(5);
+  REQUIRE(file.fd >= 0);
   auto task = [&]() -> awaitable<Status> {
     auto pair = co_await connected_pair();
     if (!pair) co_return tl::unexpected(pair.error());
@@ -97,26 +120,17 @@ TEST_CASE("plain TCP: payloads spliced from a file arrive between memory frames,
     const std::array<std::byte, 4> a{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
     const std::array<std::byte, 2> b{std::byte{9}, std::byte{8}};
     TaskGroup senders(co_await asio::this_coro::executor);
-    senders.spawn(pair->client->send(Frame{a, {}, FileSlice{fd, 1000, 2u << 20}}));
+    senders.spawn(pair->client->send(Frame{a, {}, FileSlice{file.fd, 1000, 2u << 20}}));
     senders.spawn(pair->client->send(Frame{b, b, {}}));
-    senders.spawn(pair->client->send(Frame{{}, {}, FileSlice{fd, 7, 100000}}));
+    senders.spawn(pair->client->send(Frame{{}, {}, FileSlice{file.fd, 7, 100000}}));
     std::vector<std::byte> expected(a.begin(), a.end());
-    auto bytes = [&](std::size_t from, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i) expected.push_back(std::byte(static_cast<unsigned char>(content[from + i])));
-    };
-    bytes(1000, 2u << 20);
+    file.append_to(expected, 1000, 2u << 20);
     expected.insert(expected.end(), b.begin(), b.end());
     expected.insert(expected.end(), b.begin(), b.end());
-    bytes(7, 100000);
-    std::vector<std::byte> received(expected.size());
-    Status got = co_await pair->server->read_exactly(received);
-    if (Status s = co_await senders.join(); !s) co_return s;
-    if (!got) co_return got;
-    CHECK(received == expected);
-    co_return Status{};
+    file.append_to(expected, 7, 100000);
+    co_return co_await expect_received(*pair, senders, expected);
   };
   CHECK(test::run(task()));
-  ::close(fd);
 }
 
 TEST_CASE("plain TCP: a spliced frame's header rides ahead of its payload whatever was gathered before it") {
@@ -124,11 +138,9 @@ TEST_CASE("plain TCP: a spliced frame's header rides ahead of its payload whatev
   // (which goes out first, the header still rides), and too large itself to ride in the
   // pipe (it goes out with what came before it). Checked with a print on each branch:
   // all three are taken, in that order, on every run.
-  test::TempDir dir;
-  auto content = test::noise(3u << 20, 9);
-  test::write_at(dir.file("payload.img"), 0, content);
-  int fd = ::open(dir.file("payload.img").c_str(), O_RDONLY);
-  REQUIRE(fd >= 0);
+  NoiseFile file(9);
+  REQUIRE(file.fd >= 0);
+  const int fd = file.fd;
   auto task = [&]() -> awaitable<Status> {
     auto pair = co_await connected_pair();
     if (!pair) co_return tl::unexpected(pair.error());
@@ -141,9 +153,7 @@ TEST_CASE("plain TCP: a spliced frame's header rides ahead of its payload whatev
                small1 = pattern(12, 4), head3 = pattern(12, 5);
     std::vector<std::byte> expected;
     auto add = [&](std::span<const std::byte> b) { expected.insert(expected.end(), b.begin(), b.end()); };
-    auto add_file = [&](std::size_t from, std::size_t n) {
-      for (std::size_t i = 0; i < n; ++i) expected.push_back(std::byte(static_cast<unsigned char>(content[from + i])));
-    };
+    auto add_file = [&](std::size_t from, std::size_t n) { file.append_to(expected, from, n); };
     TaskGroup senders(co_await asio::this_coro::executor);
     // The first frame goes out at once; the others queue behind it and leave as one
     // batch, in which the three cases meet.
@@ -157,16 +167,11 @@ TEST_CASE("plain TCP: a spliced frame's header rides ahead of its payload whatev
     add(small1), add(large_body), add(head3), add_file(0, 5000);
     add(large_head), add_file(333, 70000);
     add(small1), add(head1), add_file((2u << 20) + 1, (1u << 20) - 1);
-    std::vector<std::byte> received(expected.size());
-    Status got = co_await pair->server->read_exactly(received);
-    if (Status s = co_await senders.join(); !s) co_return s;
-    if (!got) co_return got;
-    CHECK(received == expected);
+    if (Status same = co_await expect_received(*pair, senders, expected); !same) co_return same;
     CHECK(pair->client->stats().bytes_sent == expected.size());
     co_return Status{};
   };
   CHECK(test::run(task()));
-  ::close(fd);
 }
 
 TEST_CASE("TLS: a 2 MiB chunk with its header costs the minimum number of records") {
