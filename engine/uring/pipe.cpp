@@ -44,7 +44,11 @@ std::size_t Pipe::planned_capacity() {
   return planned;
 }
 
-std::size_t Pipe::capacity_after_lead() const { return capacity_ - page_size(); }
+std::size_t Pipe::capacity_after_lead() const {
+  // A pipe of two pages (what the kernel gives past the user's soft limit) has no room
+  // left beside the lead: it then leaves alone, and the payload follows.
+  return capacity_ > page_size() ? capacity_ - page_size() : 0;
+}
 
 std::size_t Pipe::lead_limit() { return page_size(); }
 
