@@ -50,4 +50,19 @@ std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds roun
   return std::clamp(wanted, CopyOptions::default_depth, limit);
 }
 
+std::uint64_t stripe_size_for(const CopyOptions& options) {
+  auto round_up = [](std::uint64_t value, std::uint64_t unit) { return (value + unit - 1) / unit * unit; };
+  const std::uint64_t whole_requests = round_up(std::max<std::uint64_t>(options.stripe_size, 1), std::max<std::uint64_t>(options.request_size, 1));
+  return round_up(whole_requests, std::max<std::uint64_t>(options.alignment, 1));
+}
+
+std::size_t lanes_for(const CopyOptions& options, std::uint64_t image_size, std::size_t cpus) {
+  const std::size_t wanted =
+      options.lanes != 0 ? options.lanes : std::clamp<std::size_t>(cpus, 1, CopyOptions::max_automatic_lanes);
+  const std::uint64_t stripe = stripe_size_for(options);
+  const std::uint64_t stripes = (image_size + stripe - 1) / stripe;
+  return static_cast<std::size_t>(
+      std::max<std::uint64_t>(1, std::min<std::uint64_t>({wanted, std::max<std::size_t>(options.depth, 1), stripes})));
+}
+
 }  // namespace sluice

@@ -41,12 +41,24 @@ struct CopyOptions {
   static constexpr std::size_t buffered_request_size = 1u << 20;
   static constexpr std::size_t spliced_request_size = 2u << 20;
   static constexpr std::size_t default_sparse = 4096;
+  // Automatic lanes: one per CPU, at most this many (engine/copier.hpp says when a copy
+  // runs in lanes).
+  static constexpr std::size_t max_automatic_lanes = 4;
+  static constexpr std::uint64_t default_stripe_size = 64ull << 20;
 
   // Requests in flight; also the number of buffers, so memory is depth x request_size.
   // 0: automatic (depth_for): default_depth, more when an end is a long round trip away.
   std::size_t depth = 0;
   // 0: automatic, buffered_request_size or spliced_request_size (request_size_for).
   std::size_t request_size = 0;
+  // Lanes copying stripes of the image side by side, each on an event loop and thread
+  // of its own, where both ends allow it; they share `depth` between them. 0:
+  // automatic (lanes_for); 1: one lane, on the caller's loop.
+  std::size_t lanes = 0;
+  // The share of the image a lane claims at a time, rounded up to whole requests
+  // (stripe_size_for): large enough that claiming costs nothing, small enough that the
+  // lanes finish close together.
+  std::uint64_t stripe_size = default_stripe_size;
   // Zero-detection granularity for data read from the source; 0 turns it off.
   std::size_t sparse = default_sparse;
   // The destination already reads as zeros (--prezeroed / --destination-is-zero).
@@ -92,5 +104,15 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
 // enough for them (docs/benchmarks.md) and spares a destination's disk a deeper queue:
 // on a long link the extra requests are on the wire, not at the disk.
 std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip);
+
+// The stripe a lane claims at a time: stripe_size rounded up to whole requests and to
+// the alignment, so every stripe but the last ends on both. After settle_sizes.
+std::uint64_t stripe_size_for(const CopyOptions& options);
+
+// The lanes a copy of `image_size` bytes could run in, if both ends allow lanes:
+// options.lanes when set, else one per CPU (`cpus`) up to max_automatic_lanes; never
+// more than options.depth (each lane needs a request in flight) or the stripes. One
+// for an image of a single stripe: a thread would cost more than it saves.
+std::size_t lanes_for(const CopyOptions& options, std::uint64_t image_size, std::size_t cpus);
 
 }  // namespace sluice

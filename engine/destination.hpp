@@ -24,6 +24,10 @@ struct DestinationTraits {
   // Writes and zeros must be issued one at a time in offset order (a raw byte stream).
   bool ordered = false;
   BlockSizes block_sizes{};
+  // write() and zero() may be called from several event loops at once, one per lane
+  // of a striped copy (CopyOptions::lanes); flush() and finish() still come from the
+  // copy's own loop, after every lane has ended.
+  bool takes_lanes = false;
   // A network destination's measured round trip (zero: local, or not known). A long one
   // raises the automatic depth.
   std::chrono::microseconds round_trip{0};

@@ -47,6 +47,12 @@ class Source {
     return std::nullopt;
   }
 
+  // Asks the source to serve the lanes of a striped copy (CopyOptions::lanes): read()
+  // and extents() called from several event loops at once, each lane from its own. A
+  // source that agrees reads on the calling loop's thread from then on, so each lane's
+  // thread does its own copying. False: it cannot, and the copy runs one lane.
+  virtual bool serve_lanes() { return false; }
+
   virtual awaitable<Status> close() { co_return Status{}; }
 
   // Makes operations in progress fail promptly (a sibling stage failed).

@@ -24,6 +24,7 @@ struct TransferStats {
   std::uint64_t depth = 0;         // requests allowed in flight (the automatic depth resolved)
   std::uint64_t request_size = 0;  // bytes per data request, as settled with both ends
   std::uint64_t round_trip_us = 0;  // the farther end's measured round trip; 0 if local
+  std::uint64_t lanes = 1;  // lanes the copy ran in (CopyOptions::lanes)
   double seconds = 0;
 
   // Transport figures, where the destination has a socket.

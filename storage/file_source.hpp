@@ -27,6 +27,11 @@ class FileSource final : public Source {
   std::optional<FileSlice> file_slice(std::uint64_t offset, std::uint64_t length) const override {
     return FileSlice{fd_.get(), offset, length};
   }
+  // Reads go through the ring of the loop that calls, on that loop's own thread.
+  bool serve_lanes() override {
+    in_lanes_ = true;
+    return true;
+  }
   // Fails if the file shrank while it was being read.
   awaitable<Status> close() override;
 
@@ -44,7 +49,8 @@ class FileSource final : public Source {
   UniqueFd direct_fd_;  // only with FileOptions::direct
   std::uint64_t size_;
   bool block_device_;
-  FileRing& ring_;
+  FileRing& ring_;  // the opening loop's, for a copy in one lane
+  bool in_lanes_ = false;
 };
 
 }  // namespace sluice

@@ -34,6 +34,9 @@ void copy_usage() {
       "                        far away: two round trips at 10 Gbit/s, up to 64 MiB)\n"
       "  --request-size SIZE   bytes per request, e.g. 256k, 2M (default 1M; 2M when\n"
       "                        the payload is spliced, never read by sluice)\n"
+      "  --lanes N             copy stripes of the image side by side, each on a thread\n"
+      "                        of its own, sharing --depth (default: one per CPU, up to\n"
+      "                        4, where both ends allow it: a local file to null:)\n"
       "  --sparse=SIZE         zero-detection granularity in read data; 0 turns it off\n"
       "                        (default 4k)\n"
       "  --prezeroed, --destination-is-zero\n"
@@ -71,6 +74,7 @@ enum Option {
   opt_prezeroed,
   opt_allocated,
   opt_direct,
+  opt_lanes,
   opt_no_flush,
   opt_no_zero_copy,
   opt_zero_copy,
@@ -98,6 +102,7 @@ CopyRequest parse(int argc, char** argv) {
       {"target-is-zero", no_argument, nullptr, opt_prezeroed},
       {"allocated", no_argument, nullptr, opt_allocated},
       {"direct", no_argument, nullptr, opt_direct},
+      {"lanes", required_argument, nullptr, opt_lanes},
       {"no-flush", no_argument, nullptr, opt_no_flush},
       {"no-zero-copy", no_argument, nullptr, opt_no_zero_copy},
       {"zero-copy", no_argument, nullptr, opt_zero_copy},
@@ -116,6 +121,12 @@ CopyRequest parse(int argc, char** argv) {
         auto depth = count_argument("depth", optarg);
         if (depth == 0 || depth > 1024) throw UsageError("--depth must be between 1 and 1024");
         request.copy.depth = static_cast<std::size_t>(depth);
+        break;
+      }
+      case opt_lanes: {
+        auto lanes = count_argument("lanes", optarg);
+        if (lanes == 0 || lanes > 64) throw UsageError("--lanes must be between 1 and 64");
+        request.copy.lanes = static_cast<std::size_t>(lanes);
         break;
       }
       case opt_request_size: {

@@ -22,6 +22,7 @@ std::string stats_json(const TransferStats& s) {
       .add("depth", s.depth)
       .add("request_size", s.request_size)
       .add("round_trip_us", s.round_trip_us)
+      .add("lanes", s.lanes)
       .add("seconds", s.seconds)
       .add("mib_per_second",
            s.seconds > 0 ? static_cast<double>(s.size) / (1024.0 * 1024.0) / s.seconds : 0.0);

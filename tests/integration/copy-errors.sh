@@ -229,34 +229,42 @@ wait_or_hang() {
   wait "$pid" || status=$?
 }
 
+# expect_shrink_noticed OPTION...: a copy to null: with these options, whose source is
+# cut short under it, fails saying so; tries larger sources until one is still running.
+expect_shrink_noticed() {
+  local shrink_checked=false size
+  for size in 1G 2G 4G; do
+    slow_source "$size"
+    "$SLUICE" copy "$@" "$scratch/slow" null: 2>"$scratch/stderr" &
+    pid=$!
+    on_exit "kill -KILL $pid"
+    wait_until_open "$pid" "$scratch/slow" || true
+    # Cut it far below where the copy has got to, so the very next read meets the
+    # new end: how long the rest would take (minutes under ASan) does not matter.
+    truncate -s 1M "$scratch/slow"
+    running=false
+    kill -0 "$pid" 2>/dev/null && running=true
+    wait_or_hang "$pid" 60
+    err=$(cat "$scratch/stderr")
+    if [[ $status -eq 0 ]]; then
+      # Done before the truncation could be seen: only then may it succeed.
+      $running && fail "the source shrank during the copy, yet it succeeded"
+      log "a $size copy finished before the source shrank; trying a larger one"
+      continue
+    fi
+    assert_eq "exit status after the source shrank ($*)" "$status" 1
+    [[ $err == *shrank* ]] || fail "the error does not say the source shrank ($*): $err"
+    one_clear_line
+    shrink_checked=true
+    break
+  done
+  $shrink_checked || fail "could not make a copy slow enough to shrink its source ($*)"
+}
+
 log "a source that shrinks during the copy"
-shrink_checked=false
-for size in 1G 2G 4G; do
-  slow_source "$size"
-  "$SLUICE" copy "${slow_copy_options[@]}" "$scratch/slow" null: 2>"$scratch/stderr" &
-  pid=$!
-  on_exit "kill -KILL $pid"
-  wait_until_open "$pid" "$scratch/slow" || true
-  # Cut it far below where the copy has got to, so the very next read meets the
-  # new end: how long the rest would take (minutes under ASan) does not matter.
-  truncate -s 1M "$scratch/slow"
-  running=false
-  kill -0 "$pid" 2>/dev/null && running=true
-  wait_or_hang "$pid" 60
-  err=$(cat "$scratch/stderr")
-  if [[ $status -eq 0 ]]; then
-    # Done before the truncation could be seen: only then may it succeed.
-    $running && fail "the source shrank during the copy, yet it succeeded"
-    log "a $size copy finished before the source shrank; trying a larger one"
-    continue
-  fi
-  assert_eq "exit status after the source shrank" "$status" 1
-  [[ $err == *shrank* ]] || fail "the error does not say the source shrank: $err"
-  one_clear_line
-  shrink_checked=true
-  break
-done
-$shrink_checked || fail "could not make a copy slow enough to shrink its source"
+expect_shrink_noticed "${slow_copy_options[@]}"
+log "a source that shrinks during a copy in two lanes"
+expect_shrink_noticed --depth 2 --lanes 2 --request-size 4k
 
 log "SIGINT and SIGTERM during a copy"
 for signal in INT TERM; do

@@ -15,6 +15,7 @@
 #    shared libraries are allowed, so the total bytes moved by these calls on any
 #    descriptor must stay under 1 MiB, far below the 256 MiB image: data cannot be
 #    flowing through some descriptor the name check would miss.
+#  - with --lanes 2, io_uring_enter from two threads at least: each lane has its ring.
 #  fallocate, fdatasync, lseek(SEEK_DATA/SEEK_HOLE) and fstat are synchronous but touch
 #  metadata only, never the payload; they are not checked.
 . "$(dirname "$0")/functions.sh"
@@ -28,7 +29,7 @@ loop_calls=epoll_create,epoll_create1,epoll_ctl,epoll_wait,epoll_pwait,epoll_pwa
 # check_trace TRACE IMAGE...: the assertions above on one strace log.
 check_trace() {
   "$PYTHON" - "$@" <<'EOF'
-import re, sys
+import os, re, sys
 trace, images = sys.argv[1], sys.argv[2:]
 data_calls = {"read", "write", "pread64", "pwrite64", "readv", "writev", "preadv", "pwritev",
               "preadv2", "pwritev2", "sendfile", "copy_file_range", "splice"}
@@ -53,6 +54,10 @@ for line in open(trace):
         r = result_re.search(line)
         if r and int(r.group(1)) > 0:
             moved += int(r.group(1))
+min_threads = int(os.environ.get("MIN_RING_THREADS", "1"))
+threads = {line.split()[0] for line in open(trace) if name_re.match(line) and name_re.match(line).group(1) == "io_uring_enter"}
+if len(threads) < min_threads:
+    problems.append(f"io_uring_enter from {len(threads)} threads, expected at least {min_threads}")
 if enters < 16:
     problems.append(f"only {enters} io_uring_enter calls")
 if moved >= 1 << 20:
@@ -88,7 +93,14 @@ run_traced "$scratch/src.img" "$scratch/dst.img" -- --direct "$scratch/src.img" 
 same_content "$scratch/src.img" "$scratch/dst.img"
 
 log "file -> null:"
-run_traced "$scratch/src.img" -- "$scratch/src.img" null:
+run_traced "$scratch/src.img" -- --lanes 1 "$scratch/src.img" null:
+# The thread count check can fail: one lane is one ring.
+if MIN_RING_THREADS=2 check_trace "$scratch/trace" "$scratch/src.img" >/dev/null; then
+  fail "the ring-thread check passes for one lane, so it proves nothing"
+fi
+
+log "file -> null: in two lanes, each reading through its own thread's ring"
+MIN_RING_THREADS=2 run_traced "$scratch/src.img" -- --lanes 2 "$scratch/src.img" null:
 
 # The check itself can fail: cp moves the data with read/write or copy_file_range.
 strace -f -y -qq -e trace="io_uring_setup,io_uring_enter,$data_calls,$loop_calls" \

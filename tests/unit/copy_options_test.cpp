@@ -95,3 +95,34 @@ TEST_CASE("settle_sizes: what cannot fit is an error, not a guess") {
   REQUIRE_FALSE(unaligned);
   CHECK(unaligned.error().message == "request size must be a positive multiple of 4096");
 }
+
+TEST_CASE("stripe_size_for: whole requests and the alignment") {
+  CopyOptions o;
+  o.request_size = 3u << 20;
+  o.alignment = 4096;
+  CHECK(stripe_size_for(o) == 66u << 20);  // 64 MiB rounded up to 22 requests
+  o.request_size = 1u << 20;
+  CHECK(stripe_size_for(o) == 64u << 20);
+  o.stripe_size = 100;
+  CHECK(stripe_size_for(o) == 1u << 20);
+}
+
+TEST_CASE("lanes_for: one per CPU up to the automatic limit, never more than the depth or the stripes") {
+  CopyOptions o;
+  o.request_size = 1u << 20;
+  o.depth = 8;
+  const std::uint64_t big = 1ull << 32;
+  CHECK(lanes_for(o, big, 1) == 1);
+  CHECK(lanes_for(o, big, 2) == 2);
+  CHECK(lanes_for(o, big, 64) == CopyOptions::max_automatic_lanes);
+  o.lanes = 6;
+  CHECK(lanes_for(o, big, 2) == 6);  // asked for: more than the CPUs is the caller's call
+  o.depth = 3;
+  CHECK(lanes_for(o, big, 2) == 3);
+  o.depth = 8;
+  CHECK(lanes_for(o, 64u << 20, 2) == 1);        // a single stripe
+  CHECK(lanes_for(o, (64u << 20) + 1, 2) == 2);  // two
+  CHECK(lanes_for(o, 0, 2) == 1);
+  o.lanes = 1;
+  CHECK(lanes_for(o, big, 64) == 1);
+}

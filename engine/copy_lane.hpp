@@ -1,0 +1,103 @@
+// CopyLane: the pipeline of one lane of a copy, on one event loop:
+//
+//   expander --items--> reader --filled--> writer --> Destination
+//   (extents of the     (Source reads,      (writes / zeros,
+//    stripes it claims)  zero detection)     up to depth in flight)
+//
+// Each stage is a coroutine; bounded channels couple them. Buffers from the lane's own
+// pool are the credit: the reader needs one to start a read and the writer's request
+// drops it when the destination is done, so the pool size bounds what is in flight.
+//
+// A copy runs one lane on the caller's loop, or several side by side (engine/copier.hpp
+// says when), each on a loop of its own, sharing nothing but the two endpoints, the
+// stripes they claim and the progress tally.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "engine/asio.hpp"
+#include "engine/buffer_pool.hpp"
+#include "engine/copy_options.hpp"
+#include "engine/credits.hpp"
+#include "engine/destination.hpp"
+#include "engine/error.hpp"
+#include "engine/mapped_scan_probe.hpp"
+#include "engine/progress_tally.hpp"
+#include "engine/source.hpp"
+#include "engine/stats.hpp"
+#include "engine/stripes.hpp"
+#include "engine/task_group.hpp"
+#include "engine/work_item.hpp"
+
+namespace sluice {
+
+class CopyLane {
+ public:
+  // `options`: this lane's (its depth is its share); `by_reference`: whether file data
+  // goes to the destination by reference; `at_home`: this lane runs on the copy's own
+  // loop, where progress calls are made.
+  CopyLane(executor ex, Source& source, Destination& destination, const CopyOptions& options, bool by_reference,
+           Stripes& stripes, ProgressTally& progress, bool at_home);
+
+  // Copies the stripes this lane claims until none is left; on the lane's loop.
+  awaitable<Status> run();
+
+  // Wakes every stage so each returns; on the lane's loop.
+  void stop();
+
+  // What this lane read, wrote and counted; size and timing are the copy's to fill.
+  const TransferStats& stats() const { return stats_; }
+
+ private:
+  awaitable<Status> expand();
+  awaitable<Status> expand_stripe(const Stripe& stripe, std::uint64_t& seq);
+  awaitable<bool> emit(const Extent& extent, std::uint64_t& seq);
+  awaitable<Status> read_stage();
+  void mark_by_reference(WorkItem& item);
+  awaitable<Status> scan_by_reference(WorkItem item);
+  awaitable<Status> scan_and_pass_on(WorkItem item);
+  bool measure_scans() const;
+  Result<std::vector<Run>> measured_zero_runs(const MappedRange& range, const Extent& extent);
+  awaitable<Status> read_one(WorkItem item, Buffer buffer);
+  awaitable<bool> pass_on(WorkItem item);
+  awaitable<Status> write_stage();
+  bool skip_if_zero(const WorkItem& item);
+  awaitable<Status> write_one(WorkItem item, bool holds_slot);
+  void completed(std::uint64_t bytes);
+  void count_extent(const Extent& extent);
+  // The first failed read or write is the copy's error, recorded in stages_ before
+  // stop() aborts both ends. Left in its stage's own group until that stage returned,
+  // it could be overtaken by an error the abort caused: a server that dies when its
+  // connection is cut (nbdkit 1.32 asserts in raw_send_socket) fails the other
+  // stage's reads with "closed the connection", and that became the copy's error.
+  void record_root_cause(const Error& error) { stages_.fail(error); }
+
+  Source& source_;
+  Destination& destination_;
+  DestinationTraits traits_;
+  CopyOptions options_;
+  Stripes& stripes_;
+  ProgressTally& progress_;
+  bool at_home_;
+  BufferPool pool_;
+  Credits write_slots_;
+  Credits scan_slots_;  // mapped scans in flight (zero detection by reference)
+  ItemChannel items_;
+  ItemChannel filled_;
+  TaskGroup stages_;
+  MappedScanProbe scan_probe_;
+  TransferStats stats_;
+  bool known_zero_ = false;
+  bool detect_zeros_ = false;
+  bool zero_copy_ = false;
+  bool stopped_ = false;
+  // The extent last counted in the current stripe (its end and kind), and the kind of
+  // that stripe's first extent.
+  std::uint64_t counted_end_ = 0;
+  ExtentKind counted_kind_ = ExtentKind::data;
+  bool counted_any_ = false;
+  ExtentKind stripe_first_kind_ = ExtentKind::data;
+};
+
+}  // namespace sluice
