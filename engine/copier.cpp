@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -66,9 +67,9 @@ class Copier {
     CopyOptions lane_options = options_;
     lane_options.depth = options_.depth / lanes_;
     lane_options.cancellation = nullptr;  // subscribed here, for every lane at once
-    LoopThreads threads(lanes_ - 1);
+    threads_.emplace(lanes_ - 1);
     executors_.push_back(home);
-    for (std::size_t i = 0; i + 1 < lanes_; ++i) executors_.push_back(threads.at(i));
+    for (std::size_t i = 0; i + 1 < lanes_; ++i) executors_.push_back(threads_->at(i));
     for (std::size_t i = 0; i < lanes_; ++i)
       lanes_running_.push_back(std::make_shared<CopyLane>(executors_[i], source_, destination_, lane_options,
                                                           by_reference_, stripes, *progress, i == 0));
@@ -81,9 +82,10 @@ class Copier {
         stop_lanes();
       });
     }
-    threads.start();
+    threads_->start();
     Status status = co_await run_lanes();
-    threads.stop();
+    // Quick: every lane has ended, so each loop has nothing left but queued stops.
+    threads_->stop();
     progress->close();
     if (status && failed_) status = tl::unexpected(*failed_);
     // Every lane ended cleanly, so every byte must have completed: a shortfall is a
@@ -95,7 +97,6 @@ class Copier {
     if (status && stopped_) status = tl::unexpected(cancelled_error());  // cancelled during finish()
     TransferStats stats = gather(stripes);
     stats.seconds = std::chrono::duration<double>(clock::now() - started).count();
-    lanes_running_.clear();  // before the loops they are bound to
     if (!status) co_return tl::unexpected(status.error());
     co_return stats;
   }
@@ -171,6 +172,8 @@ class Copier {
   std::chrono::microseconds round_trip_;
   bool by_reference_;
   std::size_t lanes_;
+  // The loops of lanes 1.., declared before what is bound to them, which must go first.
+  std::optional<LoopThreads> threads_;
   std::vector<executor> executors_;  // lane i runs on executors_[i]; 0 is the caller's
   std::vector<std::shared_ptr<CopyLane>> lanes_running_;
   std::optional<Error> failed_;  // a progress callback's failure or a cancellation

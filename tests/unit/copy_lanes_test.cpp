@@ -282,6 +282,35 @@ TEST_CASE("lanes: a progress callback that throws fails the copy with what it th
   CHECK_FALSE(sink.finished);
 }
 
+TEST_CASE("lanes: progress calls stay bounded however small the pieces, and the last says done") {
+  // Alternating 4 KiB of data and of zeros: zero detection completes 4 KiB pieces on
+  // every lane, and a lane elsewhere must not post a call for each.
+  const std::uint64_t size = 16u << 20;
+  std::vector<std::byte> image(size);
+  for (std::uint64_t i = 0; i < size; i += 8192)
+    std::fill_n(image.begin() + static_cast<std::ptrdiff_t>(i), 4096, std::byte{7});
+  LaneSource source(image, {{0, size, D}});
+  LaneSink sink(size);
+  CopyOptions options = lane_options(2);
+  options.sparse = 4096;
+  int calls = 0;
+  ProgressUpdate last;
+  options.progress = [&](const ProgressUpdate& u) {
+    ++calls;
+    last = u;
+  };
+  const auto started = std::chrono::steady_clock::now();
+  auto stats = test::run(copy(source, sink, options));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  REQUIRE(stats);
+  CHECK(stats->lanes == 2);
+  CHECK(sink.image == image);
+  CHECK(stats->zero_requests >= 2000);  // the pieces were that small
+  // At most one call per 1% and one per 50 ms, each from either side, plus the last.
+  CHECK(calls <= 2 * (101 + static_cast<int>(seconds / 0.05)) + 1);
+  CHECK(last.done == size);
+}
+
 TEST_CASE("lanes: one lane where an end does not allow them, and the source is not asked to change") {
   SUBCASE("the destination does not take lanes") {
     LaneSource source(test::patterned(image_size, lane_map), lane_map);
