@@ -23,7 +23,9 @@ namespace sluice {
 // Copies all of `source` onto `destination`, flushes (unless told not to) and finishes
 // the destination, on the caller's loop. On failure every lane is stopped and awaited,
 // and the one error returned names the operation, the offset and the cause. Progress
-// calls are made on the caller's loop whichever lane completed the bytes.
+// calls are made on the caller's loop whichever lane completed the bytes, so lanes
+// post to that loop from their threads: its io_context must not have been created
+// with one of Asio's UNSAFE concurrency hints (as for run_on).
 awaitable<Result<TransferStats>> copy(Source& source, Destination& destination,
                                       CopyOptions options);
 
