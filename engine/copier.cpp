@@ -60,7 +60,7 @@ class Copier {
     const std::uint64_t size = source_.size();
     // Outlives this copier if a lane's report is still queued; close() makes it inert.
     auto progress = std::make_shared<ProgressTally>(home, size, options_.progress, [this](Error error) {
-      failed_.emplace(std::move(error));
+      if (!failed_) failed_.emplace(std::move(error));
       stop_lanes();
     });
     Stripes stripes(size, lanes_ > 1 ? stripe_size_for(options_) : 0);
@@ -78,7 +78,7 @@ class Copier {
     if (options_.cancellation) {
       cancelled = options_.cancellation->on_request(home, [this] {
         stopped_ = true;
-        failed_.emplace(cancelled_error());
+        if (!failed_) failed_.emplace(cancelled_error());
         stop_lanes();
       });
     }
@@ -176,7 +176,7 @@ class Copier {
   std::optional<LoopThreads> threads_;
   std::vector<executor> executors_;  // lane i runs on executors_[i]; 0 is the caller's
   std::vector<std::shared_ptr<CopyLane>> lanes_running_;
-  std::optional<Error> failed_;  // a progress callback's failure or a cancellation
+  std::optional<Error> failed_;  // the first of a progress callback's failure or a cancellation
   bool stopped_ = false;         // cancelled
 };
 
