@@ -2,12 +2,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <stdexcept>
-#include <thread>
-
 #include "engine/cancellation.hpp"
 #include "engine/copier.hpp"
 #include "engine/mapped_scan_probe.hpp"
+#include "copy_scenarios.hpp"
 #include "memory_endpoints.hpp"
 #include "run_loop.hpp"
 
@@ -205,61 +203,28 @@ TEST_CASE("cancellation stops a copy and says so") {
 TEST_CASE("a cancellation requested from another thread stops the copy") {
   MemorySource source(test::patterned(image_size, sample_map), sample_map);
   CheckingSink sink(image_size);
-  sink.write_delay = std::chrono::milliseconds(5);  // slow enough to be caught mid-copy
-  Cancellation cancel;
-  CopyOptions options = small_requests();
-  options.cancellation = &cancel;
-  std::thread other([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    cancel.request();
-  });
-  auto stats = test::run(copy(source, sink, options));
-  other.join();
-  REQUIRE_FALSE(stats);
-  CHECK(stats.error().message == "the transfer was cancelled");
-  CHECK(sink.in_flight == 0);
-  CHECK_FALSE(sink.finished);
+  test::expect_cancelled_from_another_thread(source, sink, small_requests());
 }
 
 TEST_CASE("a progress callback that throws fails the copy with what it threw, every write accounted for") {
   MemorySource source(test::patterned(image_size, sample_map), sample_map);
   CheckingSink sink(image_size);
-  CopyOptions options = small_requests();
-  options.progress = [&](const ProgressUpdate& u) {
-    if (u.done > (1u << 20)) throw std::runtime_error("the toolstack went away");
-  };
-  auto stats = test::run(copy(source, sink, options));
-  REQUIRE_FALSE(stats);
-  CHECK(stats.error().message == "the progress callback failed: the toolstack went away");
-  CHECK(sink.in_flight == 0);
-  CHECK_FALSE(sink.finished);
+  test::expect_progress_failure_reported(source, sink, small_requests(), 1u << 20);
 }
 
 TEST_CASE("progress calls are bounded however small the pieces, and the last one says done") {
   // Alternating 4 KiB of data and of zeros: zero detection completes 4 KiB pieces.
   const std::uint64_t size = 16u << 20;
-  std::vector<std::byte> image(size);
-  for (std::uint64_t i = 0; i < size; i += 8192) std::fill_n(image.begin() + static_cast<std::ptrdiff_t>(i), 4096, std::byte{7});
+  const std::vector<std::byte> image = test::alternating_pieces(size);
   MemorySource source(image, {{0, size, D}});
   CheckingSink sink(size);
   sink.traits_.zero_is_cheap = true;
-  CopyOptions options = small_requests();
-  options.sparse = 4096;
-  int calls = 0;
-  ProgressUpdate last;
-  options.progress = [&](const ProgressUpdate& u) {
-    ++calls;
-    last = u;
-  };
-  const auto started = std::chrono::steady_clock::now();
-  auto stats = test::run(copy(source, sink, options));
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  REQUIRE(stats);
+  auto counted = test::count_progress_calls(source, sink, small_requests());
+  REQUIRE(counted.stats);
   CHECK(sink.image == image);
-  CHECK(stats->zero_requests >= 2000);  // the pieces were that small
-  // At most one call per 1% and one per 50 ms, plus the last.
-  CHECK(calls <= 101 + static_cast<int>(seconds / 0.05) + 1);
-  CHECK(last.done == size);
+  CHECK(counted.stats->zero_requests >= 2000);  // the pieces were that small
+  CHECK(counted.calls <= counted.bound(1));
+  CHECK(counted.last.done == size);
 }
 
 TEST_CASE("an extent that spans map windows is counted once") {

@@ -21,6 +21,21 @@ inline awaitable<void> random_delay(std::mt19937& rng, int max_us) {
   co_await t.async_wait(use_nothrow);
 }
 
+// The extents of `map` that meet [offset, offset + length), the first cut to start at
+// `offset`, as Source::extents answers.
+inline std::vector<Extent> extents_within(const std::vector<Extent>& map, std::uint64_t offset, std::uint64_t length) {
+  std::vector<Extent> out;
+  for (Extent e : map) {
+    if (e.end() <= offset || e.offset >= offset + length) continue;
+    if (e.offset < offset) {
+      e.length -= offset - e.offset;
+      e.offset = offset;
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
 class MemorySource final : public Source {
  public:
   MemorySource(std::vector<std::byte> image, std::vector<Extent> map)
@@ -31,16 +46,7 @@ class MemorySource final : public Source {
   BlockSizes block_sizes() const override { return sizes; }
 
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) override {
-    std::vector<Extent> out;
-    for (Extent e : map_) {
-      if (e.end() <= offset || e.offset >= offset + length) continue;
-      if (e.offset < offset) {
-        e.length -= offset - e.offset;
-        e.offset = offset;
-      }
-      out.push_back(e);
-    }
-    co_return out;
+    co_return extents_within(map_, offset, length);
   }
 
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override {
