@@ -97,6 +97,7 @@ awaitable<Status> CopyLane::expand_stripe(const Stripe& stripe, std::uint64_t& s
   if (counted_any_) stripes_.record_edges(stripe.index, stripe_first_kind_, counted_kind_);
   co_return Status{};
 }
+
 awaitable<bool> CopyLane::emit(const Extent& extent, std::uint64_t& seq) {
   const std::uint64_t limit = extent.kind == ExtentKind::data ? options_.request_size : max_zero_request;
   for (std::uint64_t offset = extent.offset; offset < extent.end();) {

@@ -72,7 +72,9 @@ awaitable<Status> FileSource::read(std::uint64_t offset, std::span<std::byte> in
   // while this loop keeps the pipeline fed. Lanes: each lane's own thread copies, and
   // the hand-off to a worker (tens of microseconds of CPU on some hosts) is saved.
   // O_DIRECT reads are asynchronous by nature.
-  FileRing& ring = in_lanes_ ? FileRing::of(co_await asio::this_coro::executor) : ring_;
+  // Not a co_await inside ?: (g++ 12 can destroy such a temporary twice).
+  const executor here = co_await asio::this_coro::executor;
+  FileRing& ring = in_lanes_ ? FileRing::of(here) : ring_;
   if (direct_fd_ && aligned) co_return co_await ring_read_exactly(ring, direct_fd_.get(), offset, into, false);
   co_return co_await ring_read_exactly(ring, fd_.get(), offset, into, !in_lanes_);
 }
