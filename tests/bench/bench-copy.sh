@@ -370,6 +370,8 @@ What each tool ran (SRC, DST; DST is deleted, untimed, before every run):
 
 All tools use their default zero detection and request sizes; Sluice's defaults are
 depth $depth x $request requests, hence the RSS target of $((rss_limit_kib / 1024)) MiB.
+Sluice reads a file into \`null:\` in lanes by default (one per CPU, up to 4, sharing
+the depth; \`--stats\` says how many); every other route here runs in one.
 <!-- $marker:end -->
 EOF
 )
