@@ -31,13 +31,33 @@ bool payload_by_reference(const CopyOptions& options, Source& source, Destinatio
   return wanted && source.file_slice(0, 0).has_value();
 }
 
-// The lanes this copy runs in: more than one only where lanes_for says it could and
-// both ends agree (asked last: a source that agrees changes how it reads).
-std::size_t agreed_lanes(const CopyOptions& options, Source& source, Destination& destination) {
+// The lanes this copy runs in and the loops they run on, lane 0 on the caller's.
+struct LanePlan {
+  std::size_t lanes = 1;
+  // The destination's loops where it has its own (lane i on loops[i]); empty: the
+  // copier starts a loop for each lane after the first.
+  std::vector<executor> loops;
+};
+
+// More than one lane only where lanes_for says it could and both ends agree, and no
+// more than the destination has loops where it names its own. The source is asked
+// last: one that agrees changes how it reads.
+LanePlan agreed_lanes(const CopyOptions& options, Source& source, Destination& destination, const executor& home) {
   const std::size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t lanes = lanes_for(options, source.size(), cpus);
-  if (lanes == 1 || !destination.traits().takes_lanes || !source.serve_lanes()) return 1;
-  return lanes;
+  LanePlan plan;
+  std::size_t lanes = lanes_for(options, source.size(), cpus);
+  if (lanes == 1 || !destination.traits().takes_lanes) return plan;
+  plan.loops = destination.lane_loops();
+  if (!plan.loops.empty()) {
+    // Lane 0 is the caller's: a destination opened on another loop cannot have it.
+    if (plan.loops.front() != home) return LanePlan{};
+    lanes = std::min(lanes, plan.loops.size());
+    plan.loops.resize(lanes);
+  }
+  if (lanes == 1 || !source.serve_lanes()) return LanePlan{};
+  destination.serve_lanes();
+  plan.lanes = lanes;
+  return plan;
 }
 
 // Runs the lanes, lane 0 on the caller's loop and each other on a loop thread of its
@@ -46,13 +66,14 @@ std::size_t agreed_lanes(const CopyOptions& options, Source& source, Destination
 class Copier {
  public:
   Copier(Source& source, Destination& destination, CopyOptions options, std::chrono::microseconds round_trip,
-         bool by_reference, std::size_t lanes)
+         bool by_reference, LanePlan plan)
       : source_(source),
         destination_(destination),
         options_(std::move(options)),
         round_trip_(round_trip),
         by_reference_(by_reference),
-        lanes_(lanes) {}
+        lanes_(plan.lanes),
+        executors_(std::move(plan.loops)) {}
 
   awaitable<Result<TransferStats>> run() {
     const auto started = clock::now();
@@ -67,9 +88,12 @@ class Copier {
     CopyOptions lane_options = options_;
     lane_options.depth = options_.depth / lanes_;
     lane_options.cancellation = nullptr;  // subscribed here, for every lane at once
-    threads_.emplace(lanes_ - 1);
-    executors_.push_back(home);
-    for (std::size_t i = 0; i + 1 < lanes_; ++i) executors_.push_back(threads_->at(i));
+    // The destination's loops, or loops of the copier's own.
+    threads_.emplace(executors_.empty() ? lanes_ - 1 : 0);
+    if (executors_.empty()) {
+      executors_.push_back(home);
+      for (std::size_t i = 0; i + 1 < lanes_; ++i) executors_.push_back(threads_->at(i));
+    }
     for (std::size_t i = 0; i < lanes_; ++i)
       lanes_running_.push_back(std::make_shared<CopyLane>(executors_[i], source_, destination_, lane_options,
                                                           by_reference_, stripes, *progress, i == 0));
@@ -84,6 +108,8 @@ class Copier {
     }
     threads_->start();
     Status status = co_await run_lanes();
+    TransferStats stats = gather(stripes);
+    co_await release_lanes();
     // Quick: every lane has ended, so each loop has nothing left but queued stops.
     threads_->stop();
     progress->close();
@@ -95,7 +121,8 @@ class Copier {
                                              std::to_string(size) + " bytes with no error reported");
     if (status) status = co_await finish();
     if (status && stopped_) status = tl::unexpected(cancelled_error());  // cancelled during finish()
-    TransferStats stats = gather(stripes);
+    source_.add_stats(stats);
+    destination_.add_stats(stats);
     stats.seconds = std::chrono::duration<double>(clock::now() - started).count();
     if (!status) co_return tl::unexpected(status.error());
     co_return stats;
@@ -125,6 +152,20 @@ class Copier {
         if (auto running = lane.lock()) running->stop();
       });
     }
+  }
+
+  // Each lane goes on its own loop, where its timers and channels are bound: a loop
+  // the destination owns is still running. A stop queued there for a lane that is
+  // gone finds nothing.
+  awaitable<void> release_lanes() {
+    for (std::size_t i = 1; i < lanes_running_.size(); ++i)
+      co_await run_on(executors_[i], release(std::move(lanes_running_[i])));
+    lanes_running_.resize(1);
+  }
+
+  static awaitable<void> release(std::shared_ptr<CopyLane> lane) {
+    lane.reset();
+    co_return;
   }
 
   awaitable<Status> finish() {
@@ -161,8 +202,6 @@ class Copier {
     stats.request_size = options_.request_size;
     stats.round_trip_us = static_cast<std::uint64_t>(round_trip_.count());
     stats.lanes = lanes_;
-    source_.add_stats(stats);
-    destination_.add_stats(stats);
     return stats;
   }
 
@@ -189,8 +228,8 @@ awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, 
   if (!settled) co_return tl::unexpected(settled.error());
   const std::chrono::microseconds round_trip = std::max(source.round_trip(), destination.traits().round_trip);
   options.depth = depth_for(options, round_trip);
-  const std::size_t lanes = agreed_lanes(options, source, destination);
-  Copier copier(source, destination, std::move(options), round_trip, by_reference, lanes);
+  LanePlan plan = agreed_lanes(options, source, destination, co_await asio::this_coro::executor);
+  Copier copier(source, destination, std::move(options), round_trip, by_reference, std::move(plan));
   co_return co_await copier.run();
 }
 

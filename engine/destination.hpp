@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/asio.hpp"
 #include "engine/buffer.hpp"
@@ -48,6 +49,16 @@ class Destination {
   // Writes `data` at `offset`. Takes ownership: the buffer is released only once the
   // destination is done with it (the bytes are on storage, in the kernel, or acked).
   virtual awaitable<Status> write(std::uint64_t offset, Buffer data) = 0;
+
+  // The loops the destination's own work runs on (an NBD client's connections), the
+  // caller's first, where lanes must run rather than on loops of the copier's own: a
+  // lane then drives the part of the destination that lives on its loop, with no hop
+  // to another thread. Empty: lanes may run on any loop. Asked only where takes_lanes.
+  virtual std::vector<executor> lane_loops() const { return {}; }
+
+  // The copy runs in lanes from now on (on lane_loops(), where it named any); called
+  // once on the caller's loop before any lane starts.
+  virtual void serve_lanes() {}
 
   // Whether write_file() may be used: the destination can send bytes straight from a
   // file (a plain socket that splices).

@@ -11,6 +11,8 @@
 #include <thread>
 
 #include "engine/copier.hpp"
+#include "engine/loop_threads.hpp"
+#include "engine/run_on.hpp"
 #include "engine/stripes.hpp"
 #include "copy_scenarios.hpp"
 #include "memory_endpoints.hpp"
@@ -105,6 +107,9 @@ class LaneSink final : public Destination {
     co_return Status{};
   }
 
+  std::vector<executor> lane_loops() const override { return own_loops; }
+  void serve_lanes() override { served_lanes = true; }
+
   awaitable<Status> flush() override {
     flush_thread = std::this_thread::get_id();
     flushed = true;
@@ -125,6 +130,8 @@ class LaneSink final : public Destination {
     return t;
   }();
   std::chrono::milliseconds write_delay{0};
+  std::vector<executor> own_loops;  // lane_loops(): none unless a test gives some
+  bool served_lanes = false;
   std::vector<std::byte> image;
   std::vector<unsigned char> times_written;
   std::mutex mutex;
@@ -300,6 +307,67 @@ TEST_CASE("lanes: one lane where an end does not allow them, and the source is n
     REQUIRE(stats);
     CHECK(stats->lanes == 1);
   }
+}
+
+TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no more lanes than loops") {
+  asio::io_context home(1);
+  LoopThreads own(2);
+  own.start();
+  // Each of the destination's loops says which thread runs it.
+  std::vector<std::thread::id> own_threads;
+  for (std::size_t i = 0; i < own.size(); ++i)
+    own_threads.push_back(test::run(home, [](executor loop) -> awaitable<std::thread::id> {
+      co_return co_await run_on(loop, []() -> awaitable<std::thread::id> { co_return std::this_thread::get_id(); }());
+    }(own.at(i))));
+  SUBCASE("lanes on the destination's loops, the caller's first") {
+    LaneSource source(test::patterned(image_size, lane_map), lane_map);
+    LaneSink sink(image_size);
+    sink.own_loops = {home.get_executor(), own.at(0), own.at(1)};
+    auto stats = test::run(home, copy(source, sink, lane_options(4)));
+    REQUIRE(stats);
+    CHECK(stats->lanes == 3);
+    CHECK(sink.served_lanes);
+    CHECK(sink.every_byte_once());
+    CHECK(sink.image == test::patterned(image_size, lane_map));
+    const std::set<std::thread::id> expected = {std::this_thread::get_id(), own_threads[0], own_threads[1]};
+    CHECK(sink.writer_threads == expected);
+    CHECK(source.reader_threads == expected);
+    CHECK(sink.flush_thread == std::this_thread::get_id());
+  }
+  SUBCASE("fewer lanes asked for than it has loops") {
+    LaneSource source(test::patterned(image_size, lane_map), lane_map);
+    LaneSink sink(image_size);
+    sink.own_loops = {home.get_executor(), own.at(0), own.at(1)};
+    auto stats = test::run(home, copy(source, sink, lane_options(2)));
+    REQUIRE(stats);
+    CHECK(stats->lanes == 2);
+    CHECK(sink.writer_threads == std::set<std::thread::id>{std::this_thread::get_id(), own_threads[0]});
+    CHECK(sink.every_byte_once());
+  }
+  SUBCASE("its first loop is not the caller's: one lane, and neither end is told of lanes") {
+    LaneSource source(test::patterned(image_size, lane_map), lane_map);
+    LaneSink sink(image_size);
+    sink.own_loops = {own.at(0), own.at(1)};
+    auto stats = test::run(home, copy(source, sink, lane_options(2)));
+    REQUIRE(stats);
+    CHECK(stats->lanes == 1);
+    CHECK_FALSE(sink.served_lanes);
+    CHECK_FALSE(source.asked_for_lanes);
+    CHECK(sink.writer_threads == std::set<std::thread::id>{std::this_thread::get_id()});
+    CHECK(sink.every_byte_once());
+  }
+  SUBCASE("a lane on the destination's loop fails: the copy fails with its error, every lane stopped") {
+    LaneSource source(test::patterned(image_size, lane_map), lane_map);
+    source.fail_read_at = (9u << 20) + 5;
+    LaneSink sink(image_size);
+    sink.own_loops = {home.get_executor(), own.at(0)};
+    auto stats = test::run(home, copy(source, sink, lane_options(2)));
+    REQUIRE_FALSE(stats);
+    CHECK(stats.error().message.find(std::to_string(9u << 20)) != std::string::npos);
+    CHECK(sink.in_flight == 0);
+    CHECK_FALSE(sink.flushed);
+  }
+  own.stop();
 }
 
 TEST_CASE("stripes: claimed from several threads, each exactly once, covering the image") {

@@ -184,16 +184,33 @@ executor ExportClient::loop_for(std::size_t connection_index, executor home) con
   return loop == 0 ? home : loops_->at(loop - 1);
 }
 
-ExportClient::Slot& ExportClient::pick() {
+ExportClient::Slot& ExportClient::pick(const executor& issuer) {
+  const std::size_t n = slots_.size();
+  if (in_lanes_) {
+    // Only the issuer's loop's own connections, least busy first; ties go to the first
+    // (a busier one is passed over anyway). A lane on a loop without a connection is a
+    // caller's bug: it would touch another loop's sockets.
+    Slot* best = nullptr;
+    for (Slot& slot : slots_)
+      if (slot.loop == issuer && (best == nullptr || slot.in_flight < best->in_flight)) best = &slot;
+    assert(best != nullptr && "a lane issued a request from a loop with no connection");
+    return *best;
+  }
   // Least busy first; ties rotate so idle connections all get work.
   Slot* best = nullptr;
-  const std::size_t n = slots_.size();
   for (std::size_t i = 0; i < n; ++i) {
     Slot* slot = &slots_[(next_ + i) % n];
     if (best == nullptr || slot->in_flight < best->in_flight) best = slot;
   }
   next_ = (next_ + 1) % n;
   return *best;
+}
+
+std::vector<executor> ExportClient::loops() const {
+  std::vector<executor> loops;
+  for (const Slot& slot : slots_)
+    if (std::find(loops.begin(), loops.end(), slot.loop) == loops.end()) loops.push_back(slot.loop);
+  return loops;
 }
 
 bool ExportClient::splices() const {
@@ -206,7 +223,7 @@ bool ExportClient::splices() const {
 // that connection's loop, the caller resumed on its own.
 template <class T, class Request>
 awaitable<T> ExportClient::issue(Request request) {
-  Slot& slot = pick();
+  Slot& slot = pick(co_await asio::this_coro::executor);
   Issued issued(slot);
   co_return co_await run_on(slot.loop, request(*slot.connection));
 }
@@ -232,9 +249,10 @@ awaitable<Result<std::vector<Extent>>> ExportClient::block_status(std::uint64_t 
 }
 
 awaitable<Status> ExportClient::write(std::uint64_t offset, Buffer data) {
-  Slot& slot = pick();
+  const executor here = co_await asio::this_coro::executor;
+  Slot& slot = pick(here);
   Issued issued(slot);
-  if (!slot.remote) co_return co_await slot.connection->write(offset, std::move(data));
+  if (slot.loop == here) co_return co_await slot.connection->write(offset, std::move(data));
   co_return co_await write_lent(slot, offset, std::move(data));
 }
 
@@ -282,13 +300,11 @@ awaitable<void> ExportClient::disconnect() {
   }
 }
 
+// At once on the loop it is called from (a failing lane's, or the caller's), queued
+// for the others.
 void ExportClient::abort() {
-  for (Slot& slot : slots_) {
-    if (slot.remote)
-      asio::post(slot.loop, [connection = slot.connection.get()] { connection->abort(); });
-    else
-      slot.connection->abort();
-  }
+  for (Slot& slot : slots_)
+    asio::dispatch(slot.loop, [connection = slot.connection.get()] { connection->abort(); });
 }
 
 void ExportClient::add_stats(TransferStats& stats) const {

@@ -64,10 +64,18 @@ class ExportClient {
   std::size_t loop_count() const { return 1 + (loops_ ? loops_->size() : 0); }
   // Whether every connection is a plain socket that can splice payload from files.
   bool splices() const;
+  // The loops the connections run on, the caller's first.
+  std::vector<executor> loops() const;
 
-  // Each request goes to the connection with the fewest in flight, on whatever loop
-  // that connection runs, and completes back on the caller's loop; the arguments
-  // mean what they mean on Connection.
+  // From now on each request goes to a connection on the loop it is issued from,
+  // which must be one of loops(): a copy's lanes, each on one of those loops, then
+  // drive their own connections, with no hop to another thread. Called on the
+  // caller's loop before any lane issues a request.
+  void serve_lanes() { in_lanes_ = true; }
+
+  // Each request goes to the connection with the fewest in flight (in lanes: of
+  // those on the issuer's loop), on whatever loop that connection runs, and completes
+  // back on the issuer's loop; the arguments mean what they mean on Connection.
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into);
   awaitable<Status> write(std::uint64_t offset, Buffer data);
   awaitable<Status> write(std::uint64_t offset, std::span<const std::byte> data);
@@ -80,6 +88,7 @@ class ExportClient {
   awaitable<Status> flush();
   // DISC and close on every connection, then waits for their readers. Idempotent.
   awaitable<void> disconnect();
+  // Each connection is aborted on its own loop; callable from any of them.
   void abort();
 
   // Connections, socket writes, TLS records and TCP segments, summed over connections.
@@ -89,8 +98,8 @@ class ExportClient {
 
  private:
   // One connection and the loop it lives on. `in_flight` counts the requests issued
-  // through the client, on the caller's loop, so picking never reads another loop's
-  // state.
+  // through the client, on the caller's loop (in lanes: on the connection's own), so
+  // picking never reads another loop's state.
   struct Slot {
     std::unique_ptr<Connection> connection;
     executor loop;
@@ -104,7 +113,7 @@ class ExportClient {
   awaitable<Status> add_connections(const Target& target, const ClientOptions& options);
   // The loop the next connection should live on.
   executor loop_for(std::size_t connection_index, executor home) const;
-  Slot& pick();
+  Slot& pick(const executor& issuer);
   // `request(connection)` makes the request's coroutine for the picked connection.
   template <class T, class Request>
   awaitable<T> issue(Request request);
@@ -114,7 +123,8 @@ class ExportClient {
   // Declared before the slots: connections are destroyed while their loops still exist.
   std::unique_ptr<LoopThreads> loops_;
   std::vector<Slot> slots_;
-  std::size_t next_ = 0;
+  std::size_t next_ = 0;  // the caller's tie-break turn; unused in lanes
+  bool in_lanes_ = false;
 };
 
 }  // namespace sluice::nbd

@@ -51,6 +51,14 @@ awaitable<Result<std::unique_ptr<NbdDestination>>> NbdDestination::open_on(std::
   co_return std::unique_ptr<NbdDestination>(new NbdDestination(std::move(*client)));
 }
 
+NbdDestination::NbdDestination(std::unique_ptr<ExportClient> client) : client_(std::move(client)) {
+  if (facts().can_write_zeroes()) return;
+  std::size_t piece_limit = std::min<std::size_t>(zero_write_size, facts().block_sizes.maximum);
+  piece_limit -= piece_limit % facts().block_sizes.minimum;
+  zeros_ = Buffer::allocate(piece_limit);
+  std::memset(zeros_.data().data(), 0, zeros_.size());
+}
+
 DestinationTraits NbdDestination::traits() const {
   DestinationTraits traits;
   traits.known_zero = false;  // an export's old contents are unknown (--prezeroed says otherwise)
@@ -58,6 +66,7 @@ DestinationTraits NbdDestination::traits() const {
   traits.ordered = false;
   traits.block_sizes = facts().block_sizes;
   traits.round_trip = facts().round_trip;
+  traits.takes_lanes = true;
   return traits;
 }
 
@@ -78,15 +87,19 @@ awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t lengt
   const std::uint16_t flags = mode == ZeroMode::allocate ? command_flag::no_hole : 0;
   while (length > 0) {
     const BlockSizes& sizes = facts().block_sizes;
-    const auto piece = static_cast<std::uint32_t>(std::min(length, zero_limit_));
+    const auto piece = static_cast<std::uint32_t>(std::min(length, zero_limit_.load(std::memory_order_relaxed)));
     Status s = co_await client_->write_zeroes(offset, piece, flags);
     if (!s && piece > sizes.preferred &&
         (s.error().code == std::errc::invalid_argument || s.error().code == std::errc::value_too_large)) {
       // Perhaps only too long: not every server takes what needs no payload in one
       // piece, and some say so without advertising a limit. Below the preferred size
-      // the error is the server's last word.
-      const std::uint64_t half = std::min<std::uint64_t>(zero_limit_, piece) / 2;
-      zero_limit_ = std::max<std::uint64_t>(half - half % sizes.minimum, sizes.minimum);
+      // the error is the server's last word. Another lane may have lowered it
+      // meanwhile: never raised again.
+      const std::uint64_t half = std::min<std::uint64_t>(zero_limit_.load(std::memory_order_relaxed), piece) / 2;
+      const std::uint64_t lower = std::max<std::uint64_t>(half - half % sizes.minimum, sizes.minimum);
+      std::uint64_t seen = zero_limit_.load(std::memory_order_relaxed);
+      while (lower < seen && !zero_limit_.compare_exchange_weak(seen, lower, std::memory_order_relaxed)) {
+      }
       continue;  // the same range again, in shorter pieces
     }
     if (!s) co_return s;
@@ -100,13 +113,7 @@ awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t lengt
 // Without WRITE_ZEROES the only way to zero is to write zeros: one shared zero block,
 // several WRITEs in flight.
 awaitable<Status> NbdDestination::write_zeros(std::uint64_t offset, std::uint64_t length) {
-  const BlockSizes& sizes = facts().block_sizes;
-  std::size_t piece_limit = std::min<std::size_t>(zero_write_size, sizes.maximum);
-  piece_limit -= piece_limit % sizes.minimum;
-  if (!zeros_) {
-    zeros_ = Buffer::allocate(piece_limit);
-    std::memset(zeros_.data().data(), 0, zeros_.size());
-  }
+  const std::size_t piece_limit = zeros_.size();
   auto ex = co_await asio::this_coro::executor;
   Credits slots(ex, zero_writes_in_flight);
   TaskGroup writes(ex, [&slots](const Error&) { slots.close(); });

@@ -12,7 +12,9 @@
 // moves.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <vector>
 
 #include "engine/destination.hpp"
 #include "protocols/nbd/client/export_client.hpp"
@@ -40,6 +42,9 @@ class NbdDestination final : public Destination {
   DestinationTraits traits() const override;
   std::string describe() const override { return client_->display(); }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
+  // Lanes run on the connections' loops, each lane writing through its own.
+  std::vector<executor> lane_loops() const override { return client_->loops(); }
+  void serve_lanes() override { client_->serve_lanes(); }
   bool takes_file_slices() const override;
   // No: measured slower than buffered WRITEs to every server (docs/benchmarks.md).
   bool file_slices_pay() const override { return false; }
@@ -54,15 +59,18 @@ class NbdDestination final : public Destination {
   const NegotiatedExport& facts() const { return client_->facts(); }
 
  private:
-  explicit NbdDestination(std::unique_ptr<ExportClient> client) : client_(std::move(client)) {}
+  explicit NbdDestination(std::unique_ptr<ExportClient> client);
   static ExportClient::Check accepts(std::uint64_t size);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
 
   std::unique_ptr<ExportClient> client_;
-  Buffer zeros_;  // shared by every explicit zero WRITE; never written to
+  // Shared by every explicit zero WRITE, from every lane; never written to. Made at
+  // opening, only for a server without WRITE_ZEROES.
+  Buffer zeros_;
   // Longest WRITE_ZEROES to send now: halved each time the server refuses a long one
   // as too long (EINVAL or EOVERFLOW, as the spec allows past its maximum payload).
-  std::uint64_t zero_limit_ = max_zero_length;
+  // Lanes on other threads read and lower it; any value one of them sees is safe.
+  std::atomic<std::uint64_t> zero_limit_ = max_zero_length;
 };
 
 }  // namespace sluice::nbd
