@@ -8,8 +8,8 @@
 #   4. a sparse file (5% data in scattered 1..8 MiB extents) -> nbdkit memory
 #   5. NBD (nbdkit file) -> a local file, flushed by every tool
 #
-# plus Sluice on one event loop (--threads 1; by default each connection has its own)
-# on rows 1..3, and Sluice's own arms on rows 1..3, as the field measured vhd-tool, each
+# plus Sluice on one event loop (--threads 1; by default each connection has its own,
+# and the copy runs a lane on each: engine/copier.hpp) on rows 1..3, and Sluice's own arms on rows 1..3, as the field measured vhd-tool, each
 # on one connection: stock (--depth 1 --no-nodelay), NODELAY only (--depth 1), pipelined only
 # (--no-nodelay), both (the default depth and NODELAY). Row 3 also has Sluice on
 # AES-256-GCM, the suite nbdcopy and qemu-img negotiate (Sluice's default is AES-128-GCM).
