@@ -60,9 +60,10 @@ LanePlan agreed_lanes(const CopyOptions& options, Source& source, Destination& d
   return plan;
 }
 
-// Runs the lanes, lane 0 on the caller's loop and each other on a loop thread of its
-// own, then flushes and finishes the destination on the caller's loop. The first lane
-// to fail stops the others.
+// Runs the lanes, lane 0 on the caller's loop and each other on one of the
+// destination's loops or on a loop thread of the copier's own, then flushes and
+// finishes the destination on the caller's loop. The first lane to fail stops the
+// others.
 class Copier {
  public:
   Copier(Source& source, Destination& destination, CopyOptions options, std::chrono::microseconds round_trip,
