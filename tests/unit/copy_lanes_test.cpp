@@ -319,9 +319,11 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
     own_threads.push_back(test::run(home, [](executor loop) -> awaitable<std::thread::id> {
       co_return co_await run_on(loop, []() -> awaitable<std::thread::id> { co_return std::this_thread::get_id(); }());
     }(own.at(i))));
+  // Set up afresh for each subcase (doctest runs the case once per subcase).
+  LaneSource source(test::patterned(image_size, lane_map), lane_map);
+  LaneSink sink(image_size);
+  const std::thread::id caller = std::this_thread::get_id();
   SUBCASE("lanes on the destination's loops, the caller's first") {
-    LaneSource source(test::patterned(image_size, lane_map), lane_map);
-    LaneSink sink(image_size);
     sink.own_loops = {home.get_executor(), own.at(0), own.at(1)};
     auto stats = test::run(home, copy(source, sink, lane_options(4)));
     REQUIRE(stats);
@@ -329,37 +331,31 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
     CHECK(sink.served_lanes);
     CHECK(sink.every_byte_once());
     CHECK(sink.image == test::patterned(image_size, lane_map));
-    const std::set<std::thread::id> expected = {std::this_thread::get_id(), own_threads[0], own_threads[1]};
+    const std::set<std::thread::id> expected = {caller, own_threads[0], own_threads[1]};
     CHECK(sink.writer_threads == expected);
     CHECK(source.reader_threads == expected);
-    CHECK(sink.flush_thread == std::this_thread::get_id());
+    CHECK(sink.flush_thread == caller);
   }
   SUBCASE("fewer lanes asked for than it has loops") {
-    LaneSource source(test::patterned(image_size, lane_map), lane_map);
-    LaneSink sink(image_size);
     sink.own_loops = {home.get_executor(), own.at(0), own.at(1)};
     auto stats = test::run(home, copy(source, sink, lane_options(2)));
     REQUIRE(stats);
     CHECK(stats->lanes == 2);
-    CHECK(sink.writer_threads == std::set<std::thread::id>{std::this_thread::get_id(), own_threads[0]});
+    CHECK(sink.writer_threads == std::set<std::thread::id>{caller, own_threads[0]});
     CHECK(sink.every_byte_once());
   }
   SUBCASE("its first loop is not the caller's: one lane, and neither end is told of lanes") {
-    LaneSource source(test::patterned(image_size, lane_map), lane_map);
-    LaneSink sink(image_size);
     sink.own_loops = {own.at(0), own.at(1)};
     auto stats = test::run(home, copy(source, sink, lane_options(2)));
     REQUIRE(stats);
     CHECK(stats->lanes == 1);
     CHECK_FALSE(sink.served_lanes);
     CHECK_FALSE(source.asked_for_lanes);
-    CHECK(sink.writer_threads == std::set<std::thread::id>{std::this_thread::get_id()});
+    CHECK(sink.writer_threads == std::set<std::thread::id>{caller});
     CHECK(sink.every_byte_once());
   }
   SUBCASE("a lane on the destination's loop fails: the copy fails with its error, every lane stopped") {
-    LaneSource source(test::patterned(image_size, lane_map), lane_map);
     source.fail_read_at = (9u << 20) + 5;
-    LaneSink sink(image_size);
     sink.own_loops = {home.get_executor(), own.at(0)};
     auto stats = test::run(home, copy(source, sink, lane_options(2)));
     REQUIRE_FALSE(stats);
