@@ -90,8 +90,9 @@ class Copier {
     lane_options.depth = options_.depth / lanes_;
     lane_options.cancellation = nullptr;  // subscribed here, for every lane at once
     // The destination's loops, or loops of the copier's own.
-    threads_.emplace(executors_.empty() ? lanes_ - 1 : 0);
-    if (executors_.empty()) {
+    const bool own_loops = executors_.empty();
+    threads_.emplace(own_loops ? lanes_ - 1 : 0);
+    if (own_loops) {
       executors_.push_back(home);
       for (std::size_t i = 0; i + 1 < lanes_; ++i) executors_.push_back(threads_->at(i));
     }

@@ -185,7 +185,6 @@ executor ExportClient::loop_for(std::size_t connection_index, executor home) con
 }
 
 ExportClient::Slot& ExportClient::pick(const executor& issuer) {
-  const std::size_t n = slots_.size();
   if (in_lanes_) {
     // Only the issuer's loop's own connections, least busy first; ties go to the first
     // (a busier one is passed over anyway). A lane on a loop without a connection is a
@@ -198,6 +197,7 @@ ExportClient::Slot& ExportClient::pick(const executor& issuer) {
   }
   // Least busy first; ties rotate so idle connections all get work.
   Slot* best = nullptr;
+  const std::size_t n = slots_.size();
   for (std::size_t i = 0; i < n; ++i) {
     Slot* slot = &slots_[(next_ + i) % n];
     if (best == nullptr || slot->in_flight < best->in_flight) best = slot;

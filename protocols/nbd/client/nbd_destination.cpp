@@ -93,13 +93,8 @@ awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t lengt
         (s.error().code == std::errc::invalid_argument || s.error().code == std::errc::value_too_large)) {
       // Perhaps only too long: not every server takes what needs no payload in one
       // piece, and some say so without advertising a limit. Below the preferred size
-      // the error is the server's last word. Another lane may have lowered it
-      // meanwhile: never raised again.
-      const std::uint64_t half = std::min<std::uint64_t>(zero_limit_.load(std::memory_order_relaxed), piece) / 2;
-      const std::uint64_t lower = std::max<std::uint64_t>(half - half % sizes.minimum, sizes.minimum);
-      std::uint64_t seen = zero_limit_.load(std::memory_order_relaxed);
-      while (lower < seen && !zero_limit_.compare_exchange_weak(seen, lower, std::memory_order_relaxed)) {
-      }
+      // the error is the server's last word.
+      lower_zero_limit(piece / 2);
       continue;  // the same range again, in shorter pieces
     }
     if (!s) co_return s;
@@ -109,6 +104,16 @@ awaitable<Status> NbdDestination::zero(std::uint64_t offset, std::uint64_t lengt
   co_return Status{};
 }
 
+// To at most `wanted`, whole blocks, never below one block. Lanes refused at once may
+// each lower it; it is never raised again, whichever comes last.
+void NbdDestination::lower_zero_limit(std::uint64_t wanted) {
+  const std::uint32_t minimum = facts().block_sizes.minimum;
+  const std::uint64_t lower = std::max<std::uint64_t>(wanted - wanted % minimum, minimum);
+  std::uint64_t seen = zero_limit_.load(std::memory_order_relaxed);
+  while (lower < seen && !zero_limit_.compare_exchange_weak(seen, lower, std::memory_order_relaxed)) {
+    // `seen` now holds the value another lane stored; compared again.
+  }
+}
 
 // Without WRITE_ZEROES the only way to zero is to write zeros: one shared zero block,
 // several WRITEs in flight.

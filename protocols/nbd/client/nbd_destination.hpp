@@ -62,6 +62,7 @@ class NbdDestination final : public Destination {
   explicit NbdDestination(std::unique_ptr<ExportClient> client);
   static ExportClient::Check accepts(std::uint64_t size);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
+  void lower_zero_limit(std::uint64_t wanted);
 
   std::unique_ptr<ExportClient> client_;
   // Shared by every explicit zero WRITE, from every lane; never written to. Made at
