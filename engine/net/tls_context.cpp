@@ -1,10 +1,13 @@
 #include "engine/net/tls_context.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
 #include <cstring>
 #include <fstream>
+#include <string_view>
+#include <vector>
 
 namespace sluice {
 
@@ -50,6 +53,35 @@ int hex_digit(char c) {
   return -1;
 }
 
+// OpenSSL logs each secret as "LABEL <client random> <secret>", in hex. The client's
+// first application traffic secret goes into the slot a TlsStream left in the SSL's
+// app data, from which it seals its own records (tls_record_sealer.hpp).
+void capture_client_write_secret(const SSL* ssl, const char* line) {
+  constexpr std::string_view label = "CLIENT_TRAFFIC_SECRET_0 ";
+  auto* slot = static_cast<std::vector<unsigned char>*>(SSL_get_app_data(const_cast<SSL*>(ssl)));
+  const std::string_view text(line);
+  if (slot == nullptr || !text.starts_with(label)) return;
+  const std::size_t space = text.find(' ', label.size());
+  if (space == std::string_view::npos) return;
+  const std::string_view hex = text.substr(space + 1);
+  if (hex.size() % 2 != 0) return;
+  slot->clear();
+  slot->reserve(hex.size() / 2);  // no reallocation leaves a copy of the secret behind
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    unsigned value = 0;
+    for (char c : hex.substr(i, 2)) {
+      const int digit = OPENSSL_hexchar2int(static_cast<unsigned char>(c));
+      if (digit < 0) {
+        OPENSSL_cleanse(slot->data(), slot->size());
+        slot->clear();
+        return;
+      }
+      value = value * 16 + static_cast<unsigned>(digit);
+    }
+    slot->push_back(static_cast<unsigned char>(value));
+  }
+}
+
 }  // namespace
 
 Result<std::shared_ptr<TlsContext>> TlsContext::create(TlsRole role, const TlsOptions& options) {
@@ -64,6 +96,7 @@ Result<std::shared_ptr<TlsContext>> TlsContext::create(TlsRole role, const TlsOp
   if (options.tls12_only) SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+  if (role == TlsRole::client) SSL_CTX_set_keylog_callback(ctx, &capture_client_write_secret);
 
   auto bad = [&](const std::string& what) {
     return fail(std::errc::invalid_argument, what + ": " + openssl_errors());

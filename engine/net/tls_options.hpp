@@ -1,6 +1,7 @@
 // How a TLS endpoint authenticates itself and its peer.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace sluice {
@@ -24,6 +25,14 @@ struct TlsOptions {
   std::string ciphers;       // TLS 1.2 cipher list
   std::string ciphersuites;  // TLS 1.3 suites
   bool tls12_only = false;   // what xen-api's stunnel speaks
+
+  // A TLS 1.3 client seals its own application records after the handshake, one pass
+  // over the bytes instead of OpenSSL's three (tls_record_sealer.hpp); false leaves
+  // every record to OpenSSL, for comparisons.
+  bool own_records = true;
+  // Records under one traffic key before the sealer moves to the next with a
+  // KeyUpdate: RFC 8446 5.5 allows AES-GCM 2^24.5 full records (about 370 GiB) per key.
+  std::uint64_t records_per_key = std::uint64_t{1} << 24;
 
   bool enabled() const { return !certificate.empty() || !ca_file.empty() || !psk_file.empty(); }
   // Compared with TlsOptions{}: whether anything was asked of TLS at all.

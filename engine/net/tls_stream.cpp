@@ -1,5 +1,6 @@
 #include "engine/net/tls_stream.hpp"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
@@ -56,6 +57,7 @@ TlsStream::TlsStream(std::shared_ptr<TlsContext> context, Socket socket, StreamO
   BIO* bio = BIO_new(stream_bio_method(&TlsStream::bio_write, &TlsStream::bio_read, &TlsStream::bio_ctrl));
   BIO_set_data(bio, this);
   SSL_set_bio(ssl_, bio, bio);
+  SSL_set_app_data(ssl_, &client_write_secret_);  // TlsContext's key-log callback fills it
   SSL_set_msg_callback(ssl_, &TlsStream::message_callback);
   SSL_set_msg_callback_arg(ssl_, this);
   out_.reserve(options_.batch_bytes + 64 * 1024);
@@ -63,6 +65,7 @@ TlsStream::TlsStream(std::shared_ptr<TlsContext> context, Socket socket, StreamO
 }
 
 TlsStream::~TlsStream() {
+  OPENSSL_cleanse(client_write_secret_.data(), client_write_secret_.size());
   SSL_free(ssl_);
   asio::error_code ignored;
   socket_.close(ignored);
@@ -70,6 +73,14 @@ TlsStream::~TlsStream() {
 
 int TlsStream::bio_write(BIO* bio, const char* data, std::size_t length, std::size_t* written) {
   auto* self = static_cast<TlsStream*>(BIO_get_data(bio));
+  // Once the stream seals its own records, OpenSSL's write sequence is stale: whatever
+  // it writes now (an alert on a failing read, its answer to a KeyUpdate) would reuse a
+  // nonce of ours, so it never leaves. The sealer answers KeyUpdates and sends
+  // close_notify itself.
+  if (self->sealer_) {
+    *written = length;
+    return 1;
+  }
   const auto* bytes = reinterpret_cast<const std::byte*>(data);
   self->out_.insert(self->out_.end(), bytes, bytes + length);
   *written = length;
@@ -104,13 +115,32 @@ long TlsStream::bio_ctrl(BIO* bio, int command, long, void*) {
 
 void TlsStream::message_callback(int write_p, int, int content_type, const void* buf, std::size_t len, SSL*,
                                  void* arg) {
-  if (!write_p || content_type != SSL3_RT_HEADER || len < 5) return;
   auto* self = static_cast<TlsStream*>(arg);
-  const auto* header = static_cast<const unsigned char*>(buf);
-  std::size_t record = 5 + (static_cast<std::size_t>(header[3]) << 8 | header[4]);
-  ++self->stats_.tls_records;
-  self->stats_.tls_record_bytes += record;
-  if (self->record_observer_) self->record_observer_(record);
+  const auto* bytes = static_cast<const unsigned char*>(buf);
+  // A KeyUpdate from the peer that asks for ours (RFC 8446 4.6.3): the sealer sends it.
+  if (!write_p && content_type == SSL3_RT_HANDSHAKE && len >= 5 && bytes[0] == SSL3_MT_KEY_UPDATE &&
+      bytes[4] == SSL_KEY_UPDATE_REQUESTED && self->sealer_)
+    self->sealer_->peer_requested_update();
+  if (!write_p || content_type != SSL3_RT_HEADER || len < 5 || self->sealer_) return;
+  self->count_record(5 + (static_cast<std::size_t>(bytes[3]) << 8 | bytes[4]));
+}
+
+void TlsStream::count_record(std::size_t bytes) {
+  ++stats_.tls_records;
+  stats_.tls_record_bytes += bytes;
+  if (record_observer_) record_observer_(bytes);
+}
+
+void TlsStream::adopt_record_layer() {
+  // Only a TLS 1.3 client that has written nothing under its application key yet: its
+  // record sequence is then 0, which is where the sealer starts. (A server has already
+  // sent session tickets under its key, a number OpenSSL keeps to itself.)
+  if (context_->role() == TlsRole::client && context_->options().own_records && SSL_version(ssl_) == TLS1_3_VERSION &&
+      !client_write_secret_.empty())
+    sealer_ = TlsRecordSealer::create(SSL_get_current_cipher(ssl_), client_write_secret_,
+                                      context_->options().records_per_key);
+  OPENSSL_cleanse(client_write_secret_.data(), client_write_secret_.size());
+  client_write_secret_.clear();
 }
 
 awaitable<Result<std::unique_ptr<TlsStream>>> TlsStream::handshake(std::shared_ptr<TlsContext> context,
@@ -145,6 +175,7 @@ awaitable<Status> TlsStream::run_handshake(const std::string& hostname) {
     }
     if (ret == 1) {
       stats_.tls_cipher = cipher();  // fixed from here on
+      adopt_record_layer();
       co_return Status{};
     }
     int error = SSL_get_error(ssl_, ret);
@@ -206,6 +237,9 @@ Error TlsStream::tls_error(const std::string& what, int ret) {
 
 Status TlsStream::encrypt(std::span<const std::byte> plaintext) {
   if (plaintext.empty()) return Status{};
+  if (sealer_)
+    return sealer_->seal(TlsRecordSealer::ContentType::application_data, plaintext, out_,
+                         [this](std::size_t bytes) { count_record(bytes); });
   ERR_clear_error();
   std::size_t written = 0;
   // The BIO never blocks (it appends to out_), so one call encrypts everything.
@@ -332,9 +366,16 @@ awaitable<Status> TlsStream::read_exactly(std::span<std::byte> into) {
 }
 
 awaitable<Status> TlsStream::close() {
-  ERR_clear_error();
-  SSL_shutdown(ssl_);  // queues close_notify
-  Status status = co_await send(Frame{});
+  Status status;
+  if (sealer_) {
+    constexpr std::array<std::byte, 2> close_notify{std::byte{1}, std::byte{0}};  // warning, close_notify
+    status = sealer_->seal(TlsRecordSealer::ContentType::alert, close_notify, out_,
+                           [this](std::size_t bytes) { count_record(bytes); });
+  } else {
+    ERR_clear_error();
+    SSL_shutdown(ssl_);  // queues close_notify
+  }
+  if (status) status = co_await send(Frame{});
   stats_.tcp_segments = tcp_data_segments_sent(socket_.native_handle());
   asio::error_code ec;
   socket_.shutdown(asio::socket_base::shutdown_send, ec);

@@ -4,7 +4,9 @@
 //    (the header shares the payload's first record);
 //  - a header that is not contiguous is staged with the first part of its payload, so
 //    no record ever carries a header alone;
-//  - ciphertext of a whole batch leaves in large socket writes, not one per record.
+//  - ciphertext of a whole batch leaves in large socket writes, not one per record;
+//  - a TLS 1.3 client seals its own records after the handshake (TlsRecordSealer),
+//    straight from the caller's bytes into the batch.
 #pragma once
 
 #include <functional>
@@ -16,6 +18,7 @@
 #include "engine/net/socket_stream.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/net/tls_context.hpp"
+#include "engine/net/tls_record_sealer.hpp"
 
 namespace sluice {
 
@@ -43,7 +46,12 @@ class TlsStream final : public Stream {
   // assert how headers and payloads share records.
   void observe_records(std::function<void(std::size_t)> observer) { record_observer_ = std::move(observer); }
   std::string protocol_version() const { return SSL_get_version(ssl_); }
+  SSL* native_handle() const { return ssl_; }
   std::string cipher() const { return ssl_ != nullptr ? SSL_get_cipher_name(ssl_) : ""; }
+  // Whether this stream seals its records itself (a TLS 1.3 client; else OpenSSL does).
+  bool seals_own_records() const { return sealer_ != nullptr; }
+  // Key updates sent so far by the stream's own sealer.
+  std::uint64_t key_updates() const { return sealer_ ? sealer_->key_updates() : 0; }
 
  protected:
   awaitable<Status> transmit(std::span<const Pending> batch, bool more) override;
@@ -62,6 +70,8 @@ class TlsStream final : public Stream {
 
   awaitable<Status> run_handshake(const std::string& hostname);
   Status encrypt(std::span<const std::byte> plaintext);
+  void adopt_record_layer();
+  void count_record(std::size_t bytes);
   awaitable<Status> flush(bool more);
   awaitable<Status> receive_ciphertext();
   // The TLS alert the peer sent before it closed, if it already arrived ("tlsv13 alert
@@ -75,8 +85,12 @@ class TlsStream final : public Stream {
   TcpCork cork_;  // held while frames are queued behind the batch being sent
   std::string peer_;
   SSL* ssl_ = nullptr;
-  std::vector<std::byte> out_;      // ciphertext not yet sent
-  std::vector<std::byte> sending_;  // ciphertext being sent
+  CiphertextBytes out_;      // ciphertext not yet sent
+  CiphertextBytes sending_;  // ciphertext being sent
+  // The client's first application traffic secret, filled in by TlsContext's key-log
+  // callback during the handshake and wiped once the sealer has it.
+  std::vector<unsigned char> client_write_secret_;
+  std::unique_ptr<TlsRecordSealer> sealer_;
   std::vector<std::byte> in_;   // ciphertext received, [in_begin_, in_end_) not yet decrypted
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
