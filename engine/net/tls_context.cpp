@@ -53,6 +53,25 @@ int hex_digit(char c) {
   return -1;
 }
 
+// `hex` as bytes into `out` (emptied first); false if it is not an even number of hex
+// digits. `out` is reserved up front: no reallocation leaves a copy of a key behind.
+bool decode_hex(std::string_view hex, std::vector<unsigned char>& out) {
+  out.clear();
+  if (hex.size() % 2 != 0) return false;
+  out.reserve(hex.size() / 2);
+  for (std::size_t i = 0; i < hex.size(); i += 2) {
+    const int hi = hex_digit(hex[i]);
+    const int lo = hex_digit(hex[i + 1]);
+    if (hi < 0 || lo < 0) {
+      OPENSSL_cleanse(out.data(), out.size());
+      out.clear();
+      return false;
+    }
+    out.push_back(static_cast<unsigned char>(hi * 16 + lo));
+  }
+  return true;
+}
+
 // OpenSSL logs each secret as "LABEL <client random> <secret>", in hex. The client's
 // first application traffic secret goes into the slot a TlsStream left in the SSL's
 // app data, from which it seals its own records (tls_record_sealer.hpp).
@@ -63,23 +82,7 @@ void capture_client_write_secret(const SSL* ssl, const char* line) {
   if (slot == nullptr || !text.starts_with(label)) return;
   const std::size_t space = text.find(' ', label.size());
   if (space == std::string_view::npos) return;
-  const std::string_view hex = text.substr(space + 1);
-  if (hex.size() % 2 != 0) return;
-  slot->clear();
-  slot->reserve(hex.size() / 2);  // no reallocation leaves a copy of the secret behind
-  for (std::size_t i = 0; i < hex.size(); i += 2) {
-    unsigned value = 0;
-    for (char c : hex.substr(i, 2)) {
-      const int digit = OPENSSL_hexchar2int(static_cast<unsigned char>(c));
-      if (digit < 0) {
-        OPENSSL_cleanse(slot->data(), slot->size());
-        slot->clear();
-        return;
-      }
-      value = value * 16 + static_cast<unsigned>(digit);
-    }
-    slot->push_back(static_cast<unsigned char>(value));
-  }
+  decode_hex(text.substr(space + 1), *slot);
 }
 
 }  // namespace
@@ -171,11 +174,7 @@ Status TlsContext::load_psk_file() {
     std::string hex = line.substr(colon + 1);
     if (hex.empty() || hex.size() % 2 != 0) return fail(std::errc::invalid_argument, where + ": the key is not an even number of hex digits");
     std::vector<unsigned char> key;
-    for (std::size_t i = 0; i < hex.size(); i += 2) {
-      int hi = hex_digit(hex[i]), lo = hex_digit(hex[i + 1]);
-      if (hi < 0 || lo < 0) return fail(std::errc::invalid_argument, where + ": the key is not hexadecimal");
-      key.push_back(static_cast<unsigned char>(hi * 16 + lo));
-    }
+    if (!decode_hex(hex, key)) return fail(std::errc::invalid_argument, where + ": the key is not hexadecimal");
     std::string identity = line.substr(0, colon);
     if (psk_identity_.empty()) psk_identity_ = identity;
     psk_keys_[identity] = std::move(key);

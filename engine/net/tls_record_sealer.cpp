@@ -56,24 +56,25 @@ Status crypto_failure(const std::string& what) {
 
 std::unique_ptr<TlsRecordSealer> TlsRecordSealer::create(const SSL_CIPHER* suite, std::span<const unsigned char> secret,
                                                          std::uint64_t records_per_key) {
-  if (suite == nullptr) return nullptr;
+  struct Suite {
+    std::string_view name;
+    const EVP_CIPHER* (*cipher)();
+    const char* digest;
+    std::size_t key_length;
+    std::size_t hash_length;  // of the traffic secret
+  };
+  static constexpr std::array<Suite, 3> suites{{
+      {"TLS_AES_128_GCM_SHA256", &EVP_aes_128_gcm, "SHA256", 16, 32},
+      {"TLS_AES_256_GCM_SHA384", &EVP_aes_256_gcm, "SHA384", 32, 48},
+      {"TLS_CHACHA20_POLY1305_SHA256", &EVP_chacha20_poly1305, "SHA256", 32, 32},
+  }};
+  if (suite == nullptr || records_per_key == 0) return nullptr;
   const std::string_view name = SSL_CIPHER_standard_name(suite);
-  const EVP_CIPHER* cipher = nullptr;
-  const char* digest = nullptr;
-  std::size_t key_length = 0;
-  std::size_t hash_length = 0;
-  if (name == "TLS_AES_128_GCM_SHA256") {
-    cipher = EVP_aes_128_gcm(), digest = "SHA256", key_length = 16, hash_length = 32;
-  } else if (name == "TLS_AES_256_GCM_SHA384") {
-    cipher = EVP_aes_256_gcm(), digest = "SHA384", key_length = 32, hash_length = 48;
-  } else if (name == "TLS_CHACHA20_POLY1305_SHA256") {
-    cipher = EVP_chacha20_poly1305(), digest = "SHA256", key_length = 32, hash_length = 32;
-  } else {
-    return nullptr;
-  }
-  if (secret.size() != hash_length || records_per_key == 0) return nullptr;
-  std::unique_ptr<TlsRecordSealer> sealer(new TlsRecordSealer(
-      cipher, digest, key_length, std::vector<unsigned char>(secret.begin(), secret.end()), records_per_key));
+  const auto* known = std::find_if(suites.begin(), suites.end(), [&](const Suite& s) { return s.name == name; });
+  if (known == suites.end() || secret.size() != known->hash_length) return nullptr;
+  std::unique_ptr<TlsRecordSealer> sealer(
+      new TlsRecordSealer(known->cipher(), known->digest, known->key_length,
+                          std::vector<unsigned char>(secret.begin(), secret.end()), records_per_key));
   if (!sealer->context_ || !sealer->derive_keys()) return nullptr;
   return sealer;
 }
