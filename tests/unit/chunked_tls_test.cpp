@@ -13,6 +13,7 @@
 #include "run_loop.hpp"
 #include "temp_dir.hpp"
 #include "test_certificates.hpp"
+#include "tls_test_contexts.hpp"
 
 using namespace sluice;
 
@@ -55,15 +56,8 @@ awaitable<Status> send_image(std::shared_ptr<TlsContext> tls, NetAddress target,
 TEST_CASE("Chunked over TLS: no record carries a header alone; a 2 MiB chunk costs ceil((2 MiB + 12) / 16 KiB)") {
   test::TempDir dir;
   test::TestCertificates certs(dir.path());
-  TlsOptions client_options;
-  client_options.ca_file = certs.path("ca-cert.pem");
-  TlsOptions server_options;
-  server_options.certificate = certs.path("server-cert.pem");
-  server_options.private_key = certs.path("server-key.pem");
-  auto client_tls = TlsContext::create(TlsRole::client, client_options);
-  auto server_tls = TlsContext::create(TlsRole::server, server_options);
-  REQUIRE(client_tls);
-  REQUIRE(server_tls);
+  auto contexts = test::tls_contexts(certs);
+  REQUIRE(contexts);
 
   const std::uint64_t chunks = 6;
   const std::uint64_t size = chunks * (2u << 20);
@@ -82,8 +76,8 @@ TEST_CASE("Chunked over TLS: no record carries a header alone; a 2 MiB chunk cos
     if (!acceptor) co_return tl::unexpected(acceptor.error());
     NetAddress target{NetAddress::Kind::tcp, "127.0.0.1", bound_port(*acceptor), {}};
     TaskGroup both(ex);
-    both.spawn(accept_and_receive(&*acceptor, *server_tls, &sink, size, &received));
-    both.spawn(send_image(*client_tls, target, &source, &records, &sent));
+    both.spawn(accept_and_receive(&*acceptor, contexts->server, &sink, size, &received));
+    both.spawn(send_image(contexts->client, target, &source, &records, &sent));
     co_return co_await both.join();
   };
   REQUIRE(test::run(context, task()));

@@ -6,6 +6,7 @@
 #include "run_loop.hpp"
 #include "temp_dir.hpp"
 #include "test_certificates.hpp"
+#include "tls_test_contexts.hpp"
 
 using namespace sluice;
 
@@ -27,14 +28,9 @@ awaitable<Result<Negotiated>> handshake_pair(std::shared_ptr<TlsContext> client,
 Negotiated negotiate(TlsOptions client_options, TlsOptions server_options) {
   test::TempDir dir;
   test::TestCertificates certs(dir.path());
-  client_options.ca_file = certs.path("ca-cert.pem");
-  server_options.certificate = certs.path("server-cert.pem");
-  server_options.private_key = certs.path("server-key.pem");
-  auto client_tls = TlsContext::create(TlsRole::client, client_options);
-  auto server_tls = TlsContext::create(TlsRole::server, server_options);
-  REQUIRE(client_tls);
-  REQUIRE(server_tls);
-  auto negotiated = test::run(handshake_pair(*client_tls, *server_tls));
+  auto contexts = test::tls_contexts(certs, client_options, server_options);
+  REQUIRE(contexts);
+  auto negotiated = test::run(handshake_pair(contexts->client, contexts->server));
   INFO((negotiated ? std::string() : negotiated.error().message));
   REQUIRE(negotiated);
   CHECK(negotiated->client == negotiated->server);

@@ -10,27 +10,11 @@
 #include "run_loop.hpp"
 #include "temp_dir.hpp"
 #include "test_certificates.hpp"
+#include "tls_test_contexts.hpp"
 
 using namespace sluice;
 
 namespace {
-
-struct Contexts {
-  std::shared_ptr<TlsContext> client;
-  std::shared_ptr<TlsContext> server;
-};
-
-Contexts make_contexts(const test::TestCertificates& certs, TlsOptions client) {
-  client.ca_file = certs.path("ca-cert.pem");
-  TlsOptions server;
-  server.certificate = certs.path("server-cert.pem");
-  server.private_key = certs.path("server-key.pem");
-  auto client_tls = TlsContext::create(TlsRole::client, client);
-  auto server_tls = TlsContext::create(TlsRole::server, server);
-  REQUIRE(client_tls);
-  REQUIRE(server_tls);
-  return {*client_tls, *server_tls};
-}
 
 std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
   std::vector<std::byte> bytes(n);
@@ -54,7 +38,7 @@ awaitable<Status> receive_all(Stream& stream, std::size_t n, std::vector<std::by
 
 // Sends `frames` from the client (each a header in front of a payload, contiguous or
 // not), then closes; the server reads it all and then the close.
-awaitable<Result<Outcome>> exchange(Contexts contexts, std::vector<std::vector<std::byte>> frames,
+awaitable<Result<Outcome>> exchange(test::TlsContexts contexts, std::vector<std::vector<std::byte>> frames,
                                     bool peer_asks_update) {
   auto pair = co_await test::connected_pair(contexts.client, contexts.server);
   if (!pair) co_return tl::unexpected(pair.error());
@@ -116,7 +100,9 @@ std::vector<std::vector<std::byte>> sample_frames() {
 Outcome run_exchange(TlsOptions client, bool peer_asks_update = false) {
   test::TempDir dir;
   test::TestCertificates certs(dir.path());
-  auto outcome = test::run(exchange(make_contexts(certs, client), sample_frames(), peer_asks_update));
+  auto contexts = test::tls_contexts(certs, client);
+  REQUIRE(contexts);
+  auto outcome = test::run(exchange(*contexts, sample_frames(), peer_asks_update));
   INFO((outcome ? std::string() : outcome.error().message));
   REQUIRE(outcome);
   return *outcome;
