@@ -51,6 +51,8 @@ class FileDestination final : public Destination {
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
+  // A small page-cache write, with pwrite on this thread (inline_write_limit).
+  Status write_inline(std::uint64_t offset, std::span<const std::byte> bytes);
 
   std::string path_;
   UniqueFd fd_;
