@@ -139,6 +139,25 @@ $((40 * M - 12 * K)) $((12 * K + 1234))"
 copy_and_check "$mixed" "$out_dir/mixed.default"
 assert_map "$out_dir/mixed.default" "$sparse_4k_map"
 
+log "--no-zero-copy: through buffers, the runs of 64 KiB or less written inline"
+copy_and_check "$mixed" "$out_dir/mixed.buffered" --no-zero-copy
+assert_map "$out_dir/mixed.buffered" "$sparse_4k_map"
+
+log "scattered zero blocks: one short write per run of data, every byte in place"
+scattered=$img/scattered
+/usr/bin/python3 - "$scattered" <<'PY'
+import os, sys
+block = 4096
+with open(sys.argv[1], "wb") as f:
+    for i in range(2048):  # 8 MiB: every third block zero, runs of 8 KiB between them
+        f.write(bytes(block) if i % 3 == 0 else os.urandom(block))
+PY
+for mode in --no-zero-copy --zero-copy; do
+  copy_and_check "$scattered" "$out_dir/scattered$mode" "$mode"
+  assert_le "allocated bytes of the scattered copy ($mode)" \
+    "$(allocated_bytes "$out_dir/scattered$mode")" $((8 * M - 600 * 4 * K))
+done
+
 log "--sparse=0: zero detection off, the allocated zeros are written as data"
 expect_ok "$SLUICE" copy --sparse=0 --stats "$mixed" "$out_dir/mixed.sparse0"
 same_content "$mixed" "$out_dir/mixed.sparse0"
