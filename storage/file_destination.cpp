@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
+#include <optional>
 
 #include "storage/fallocate_outcome.hpp"
 #include "storage/image_file.hpp"
@@ -130,6 +131,25 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
   co_return co_await ring_write_all(ring_, fd_.get(), offset, bytes, true);
 }
 
+std::optional<Status> FileDestination::copy_inline(std::uint64_t offset, FileSlice slice) {
+  auto in = static_cast<off_t>(slice.offset);
+  auto out = static_cast<off_t>(offset);
+  for (std::uint64_t done = 0; done < slice.length;) {
+    const ssize_t n = ::copy_file_range(slice.fd, &in, fd_.get(), &out, slice.length - done, 0);
+    if (n < 0 && errno == EINTR) continue;
+    // Files on two filesystems (EXDEV), or a kernel or filesystem without it: splice
+    // through a pipe instead, from where this left off.
+    if (n < 0 && done == 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
+      copy_range_works_ = false;
+      return std::nullopt;
+    }
+    if (n < 0) return fail_at("write", offset + done, errno_code(errno));
+    if (n == 0) return fail_source_shrank(slice.offset + done);
+    done += static_cast<std::uint64_t>(n);
+  }
+  return Status{};
+}
+
 Status FileDestination::write_inline(std::uint64_t offset, std::span<const std::byte> bytes) {
   for (std::size_t done = 0; done < bytes.size();) {
     const ssize_t n = ::pwrite(fd_.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
@@ -161,6 +181,22 @@ awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pip
 }
 
 awaitable<Status> FileDestination::write_file(std::uint64_t offset, FileSlice slice) {
+  if (slice.length <= inline_write_limit && !block_device_ && copy_range_works_) {
+    // A short run between zero blocks: one copy_file_range on this thread, for the
+    // reason write_span() makes short writes inline. The source's pages are in the
+    // cache already (the zero scan populated them).
+    if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
+    std::optional<Status> copied;
+    {
+      CreditHeld turn{page_cache_writer_};
+      copied = copy_inline(offset, slice);
+    }
+    if (copied) {
+      if (!*copied) co_return *copied;
+      if (writeback_window_ > 0) co_return co_await write_behind(offset, slice.length);
+      co_return Status{};
+    }
+  }
   auto pipe = co_await pipes_.acquire();
   if (!pipe) co_return tl::unexpected(pipe.error());
   Status status = co_await splice_from_file(**pipe, slice, offset);
