@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <limits>
-#include <optional>
 
 #include "storage/fallocate_outcome.hpp"
 #include "storage/image_file.hpp"
@@ -23,14 +22,6 @@ constexpr std::size_t pipes_per_destination = 8;
 constexpr std::uint64_t writeback_kick = 2u << 20;
 // A block device's buffered writes in flight at once: more than any copy's depth.
 constexpr std::size_t block_device_writers = 256;
-// Page-cache writes up to this size are made on the loop's own thread (write_inline).
-// An image whose zero blocks lie scattered becomes one write per run of data between
-// them (2 GiB with a quarter of its 4 KiB blocks zero: about 98,000 writes of 4-60
-// KiB). ext4 takes no buffered write without blocking, so io_uring hands each to an
-// io-wq worker, and the wake-ups both ways cost more than the copy: NBD -> file of that
-// image took 6.2-6.9 s through the ring, 2.8-3.4 s inline, nbdcopy 3.3-3.6 s
-// (docs/benchmarks.md). Larger writes still go through the ring.
-constexpr std::size_t inline_write_limit = 64u << 10;
 }  // namespace
 
 namespace {
@@ -127,38 +118,7 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
   if (direct_fd_ && aligned) co_return co_await ring_write_all(ring_, direct_fd_.get(), offset, bytes, false);
   if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
   CreditHeld turn{page_cache_writer_};
-  if (bytes.size() <= inline_write_limit && !block_device_) co_return write_inline(offset, bytes);
   co_return co_await ring_write_all(ring_, fd_.get(), offset, bytes, true);
-}
-
-std::optional<Status> FileDestination::copy_inline(std::uint64_t offset, FileSlice slice) {
-  auto in = static_cast<off_t>(slice.offset);
-  auto out = static_cast<off_t>(offset);
-  for (std::uint64_t done = 0; done < slice.length;) {
-    const ssize_t n = ::copy_file_range(slice.fd, &in, fd_.get(), &out, slice.length - done, 0);
-    if (n < 0 && errno == EINTR) continue;
-    // Files on two filesystems (EXDEV), or a kernel or filesystem without it: splice
-    // through a pipe instead, from where this left off.
-    if (n < 0 && done == 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
-      copy_range_works_ = false;
-      return std::nullopt;
-    }
-    if (n < 0) return fail_at("write", offset + done, errno_code(errno));
-    if (n == 0) return fail_source_shrank(slice.offset + done);
-    done += static_cast<std::uint64_t>(n);
-  }
-  return Status{};
-}
-
-Status FileDestination::write_inline(std::uint64_t offset, std::span<const std::byte> bytes) {
-  for (std::size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::pwrite(fd_.get(), bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail_at("write", offset + done, errno_code(errno));
-    if (n == 0) return fail_at("write", offset + done, std::make_error_code(std::errc::io_error));
-    done += static_cast<std::size_t>(n);
-  }
-  return Status{};
 }
 
 awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
@@ -181,22 +141,6 @@ awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pip
 }
 
 awaitable<Status> FileDestination::write_file(std::uint64_t offset, FileSlice slice) {
-  if (slice.length <= inline_write_limit && !block_device_ && copy_range_works_) {
-    // A short run between zero blocks: one copy_file_range on this thread, for the
-    // reason write_span() makes short writes inline. The source's pages are in the
-    // cache already (the zero scan populated them).
-    if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
-    std::optional<Status> copied;
-    {
-      CreditHeld turn{page_cache_writer_};
-      copied = copy_inline(offset, slice);
-    }
-    if (copied) {
-      if (!*copied) co_return *copied;
-      if (writeback_window_ > 0) co_return co_await write_behind(offset, slice.length);
-      co_return Status{};
-    }
-  }
   auto pipe = co_await pipes_.acquire();
   if (!pipe) co_return tl::unexpected(pipe.error());
   Status status = co_await splice_from_file(**pipe, slice, offset);

@@ -51,11 +51,6 @@ class FileDestination final : public Destination {
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
-  // A small page-cache write, with pwrite on this thread (inline_write_limit).
-  Status write_inline(std::uint64_t offset, std::span<const std::byte> bytes);
-  // A short file slice, with copy_file_range on this thread; nullopt where that
-  // cannot work between these files (the caller splices instead).
-  std::optional<Status> copy_inline(std::uint64_t offset, FileSlice slice);
 
   std::string path_;
   UniqueFd fd_;
@@ -64,7 +59,6 @@ class FileDestination final : public Destination {
   bool known_zero_;
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;
-  bool copy_range_works_ = true;  // copy_file_range between the source and this file
   FileRing& ring_;
   std::uint64_t writeback_window_;
   PipePool pipes_;  // for write_file(), one per write in flight

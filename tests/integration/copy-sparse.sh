@@ -139,7 +139,7 @@ $((40 * M - 12 * K)) $((12 * K + 1234))"
 copy_and_check "$mixed" "$out_dir/mixed.default"
 assert_map "$out_dir/mixed.default" "$sparse_4k_map"
 
-log "--no-zero-copy: through buffers, the runs of 64 KiB or less written inline"
+log "--no-zero-copy: through buffers, each short run written on its own"
 copy_and_check "$mixed" "$out_dir/mixed.buffered" --no-zero-copy
 assert_map "$out_dir/mixed.buffered" "$sparse_4k_map"
 

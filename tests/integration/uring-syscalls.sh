@@ -14,10 +14,7 @@
 #    file behind each descriptor, dup()s included). The dynamic loader's reads of
 #    shared libraries are allowed, so the total bytes moved by these calls on any
 #    descriptor must stay under 1 MiB, far below the 256 MiB image: data cannot be
-#    flowing through some descriptor the name check would miss. (The images here are
-#    random data, written in whole requests. A run of data of 64 KiB or less between
-#    zero blocks is the exception: it is written with pwrite or copy_file_range on the
-#    loop's thread, as architecture.md explains.)
+#    flowing through some descriptor the name check would miss.
 #  - with --lanes 2, io_uring_enter from two threads at least: each lane has its ring.
 #  fallocate, fdatasync, lseek(SEEK_DATA/SEEK_HOLE) and fstat are synchronous but touch
 #  metadata only, never the payload; they are not checked.
