@@ -85,6 +85,7 @@ class LaneSink final : public Destination {
     std::vector<std::byte> expected(data.data().begin(), data.data().end());
     begin();
     co_await short_random_delay();
+    co_await wait_for_every_lane();
     if (write_delay.count() > 0) {
       asio::steady_timer slow(co_await asio::this_coro::executor, write_delay);
       co_await slow.async_wait(use_nothrow);
@@ -130,6 +131,11 @@ class LaneSink final : public Destination {
     return t;
   }();
   std::chrono::milliseconds write_delay{0};
+  // Stripes go to whichever lane claims them first, so on a loaded machine one lane may
+  // copy the whole image before another has started. A test that asserts where lanes
+  // ran holds each write until this many threads have written (or 10 s have passed,
+  // and the test's checks then fail).
+  std::size_t hold_until_writers = 0;
   std::vector<executor> own_loops;  // lane_loops(): none unless a test gives some
   bool served_lanes = false;
   std::vector<std::byte> image;
@@ -146,6 +152,17 @@ class LaneSink final : public Destination {
     writer_threads.insert(std::this_thread::get_id());
     ++in_flight;
     max_in_flight = std::max(max_in_flight, in_flight);
+  }
+  std::size_t writers_seen() {
+    std::lock_guard lock(mutex);
+    return writer_threads.size();
+  }
+  awaitable<void> wait_for_every_lane() {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (writers_seen() < hold_until_writers && std::chrono::steady_clock::now() < give_up) {
+      asio::steady_timer tick(co_await asio::this_coro::executor, std::chrono::milliseconds(1));
+      co_await tick.async_wait(use_nothrow);
+    }
   }
   void mark(std::uint64_t offset, std::uint64_t length) {
     for (std::uint64_t i = offset; i < offset + length; ++i) ++times_written[i];
@@ -175,6 +192,7 @@ CopyOptions lane_options(std::size_t lanes) {
 TEST_CASE("lanes: every byte lands once, reads run on every lane's thread, flush and progress on the caller's") {
   LaneSource source(test::patterned(image_size, lane_map), lane_map);
   LaneSink sink(image_size);
+  sink.hold_until_writers = 2;
   CopyOptions options = lane_options(2);
   const auto caller = std::this_thread::get_id();
   std::uint64_t last_done = 0;
@@ -325,6 +343,7 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
   const std::thread::id caller = std::this_thread::get_id();
   SUBCASE("lanes on the destination's loops, the caller's first") {
     sink.own_loops = {home.get_executor(), own.at(0), own.at(1)};
+    sink.hold_until_writers = 3;
     auto stats = test::run(home, copy(source, sink, lane_options(4)));
     REQUIRE(stats);
     CHECK(stats->lanes == 3);
@@ -338,6 +357,7 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
   }
   SUBCASE("fewer lanes asked for than it has loops") {
     sink.own_loops = {home.get_executor(), own.at(0), own.at(1)};
+    sink.hold_until_writers = 2;
     auto stats = test::run(home, copy(source, sink, lane_options(2)));
     REQUIRE(stats);
     CHECK(stats->lanes == 2);
