@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <string>
 
 namespace sluice {
@@ -61,7 +62,7 @@ void FileRing::shutdown() {
 io_uring_sqe* FileRing::next_sqe() {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
   if (sqe == nullptr) {  // queue full: hand what is there to the kernel, then retry
-    io_uring_submit(&ring_);
+    submit_queued();
     sqe = io_uring_get_sqe(&ring_);
   }
   return sqe;
@@ -70,15 +71,23 @@ io_uring_sqe* FileRing::next_sqe() {
 void FileRing::start(Operation* operation, io_uring_sqe* sqe) {
   io_uring_sqe_set_data(sqe, operation);
   ++in_flight_;
-  int ret = io_uring_submit(&ring_);
-  if (ret < 0) {
-    // Nothing went in; fail this one operation rather than the whole ring.
-    --in_flight_;
-    operation->complete(ret);
-    delete operation;
-    return;
-  }
+  submit_queued();
   wait_for_completions();
+}
+
+// liburing publishes the queued SQEs to the kernel before it enters, so even when
+// io_uring_enter refuses they are the kernel's, taken on the next entry: failing their
+// operations here would leave the kernel a pointer to a freed one. A refusal for a
+// full completion queue (EBUSY) or a passing shortage (EAGAIN) is retried after
+// reaping; anything else means the ring itself is unusable.
+void FileRing::submit_queued() {
+  for (;;) {
+    int ret = io_uring_submit(&ring_);
+    if (ret >= 0) return;
+    if (ret != -EBUSY && ret != -EAGAIN && ret != -EINTR)
+      throw std::system_error(-ret, std::generic_category(), "io_uring_submit");
+    reap();
+  }
 }
 
 void FileRing::wait_for_completions() {
@@ -118,6 +127,51 @@ awaitable<int> FileRing::write(int fd, std::uint64_t offset, std::span<const std
     io_uring_prep_write(sqe, fd, from.data(), static_cast<unsigned>(from.size()), offset);
     if (offload) sqe->flags |= IOSQE_ASYNC;
   });
+}
+
+awaitable<void> FileRing::write_chain(int fd, std::span<const ChainedWrite> writes, std::span<int> results,
+                                      bool offload) {
+  return asio::async_initiate<decltype(asio::use_awaitable), void()>(
+      [this, fd, writes, results, offload](auto handler) {
+        using Handler = decltype(handler);
+        struct Chain final : ChainOperation {
+          explicit Chain(Handler h) : resume_with(std::move(h)) {}
+          void resume() override {
+            auto ex = asio::get_associated_executor(resume_with);
+            asio::post(ex, std::move(resume_with));
+          }
+          Handler resume_with;
+        };
+        auto* chain = new Chain(std::move(handler));
+        chain->results = results;
+        start_chain(chain, fd, writes, offload);
+      },
+      asio::use_awaitable);
+}
+
+void FileRing::start_chain(ChainOperation* chain, int fd, std::span<const ChainedWrite> writes, bool offload) {
+  // The whole chain in one submission: a chain cut by a submit boundary would become
+  // two chains, the second started before the first has finished.
+  if (writes.empty() || writes.size() > max_chain) {
+    for (int& r : chain->results) r = -EINVAL;
+    chain->resume();
+    delete chain;
+    return;
+  }
+  if (io_uring_sq_space_left(&ring_) < writes.size()) submit_queued();
+  chain->remaining = writes.size();
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);  // room was made above
+    const ChainedWrite& w = writes[i];
+    io_uring_prep_write(sqe, fd, w.bytes.data(), static_cast<unsigned>(w.bytes.size()), w.offset);
+    if (i + 1 < writes.size()) sqe->flags |= IOSQE_IO_LINK;
+    // The first goes to a worker, which then runs the rest of the chain itself.
+    if (offload && i == 0) sqe->flags |= IOSQE_ASYNC;
+    io_uring_sqe_set_data(sqe, new ChainLink(chain, i));
+    ++in_flight_;
+  }
+  submit_queued();
+  wait_for_completions();
 }
 
 awaitable<int> FileRing::fsync(int fd, bool data_only) {

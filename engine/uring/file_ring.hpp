@@ -43,6 +43,18 @@ class FileRing : public asio::execution_context::service {
   // `offload` asks for io-wq execution (buffered I/O on another core).
   awaitable<int> read(int fd, std::uint64_t offset, std::span<std::byte> into, bool offload);
   awaitable<int> write(int fd, std::uint64_t offset, std::span<const std::byte> from, bool offload);
+
+  // Several writes to `fd` as one linked chain: an io-wq worker runs them back to back,
+  // with no trip through this thread between them. Each one's result lands in
+  // `results` (same length as `writes`): bytes written, or -errno. A write that fails
+  // or comes up short ends the chain; those after it are not made and read -ECANCELED.
+  struct ChainedWrite {
+    std::uint64_t offset;
+    std::span<const std::byte> bytes;
+  };
+  awaitable<void> write_chain(int fd, std::span<const ChainedWrite> writes, std::span<int> results, bool offload);
+  // Most writes one chain may hold (a chain goes into the submission queue whole).
+  static constexpr std::size_t max_chain = 256;
   awaitable<int> fsync(int fd, bool data_only);
   awaitable<int> fallocate(int fd, int mode, std::uint64_t offset, std::uint64_t length);
   awaitable<int> sync_file_range(int fd, std::uint64_t offset, std::uint64_t length, unsigned flags);
@@ -68,6 +80,8 @@ class FileRing : public asio::execution_context::service {
   };
   template <class Handler>
   struct HandlerOperation;
+  struct ChainOperation;
+  struct ChainLink;
 
   void shutdown() override;
 
@@ -76,6 +90,8 @@ class FileRing : public asio::execution_context::service {
   awaitable<int> submit(Prepare prepare);
   io_uring_sqe* next_sqe();
   void start(Operation* operation, io_uring_sqe* sqe);
+  void submit_queued();
+  void start_chain(ChainOperation* chain, int fd, std::span<const ChainedWrite> writes, bool offload);
   void wait_for_completions();
   void reap();
 
@@ -96,6 +112,35 @@ struct FileRing::HandlerOperation final : FileRing::Operation {
     asio::post(ex, [h = std::move(handler), result]() mutable { std::move(h)(result); });
   }
   Handler handler;
+};
+
+// A chain's completion: each link records its result, the last to complete resumes
+// the caller. A link destroyed without completing (the ring shutting down) still
+// counts, so the chain is freed, but the caller is not resumed (Asio's shutdown rule).
+struct FileRing::ChainOperation {
+  virtual ~ChainOperation() = default;
+  virtual void resume() = 0;
+  void link_done(bool completed) {
+    resumable = resumable && completed;
+    if (--remaining > 0) return;
+    if (resumable) resume();
+    delete this;
+  }
+  std::span<int> results;
+  std::size_t remaining = 0;
+  bool resumable = true;
+};
+
+struct FileRing::ChainLink final : FileRing::Operation {
+  ChainLink(ChainOperation* c, std::size_t i) : chain(c), index(i) {}
+  ~ChainLink() override { chain->link_done(completed); }
+  void complete(int result) override {
+    chain->results[index] = result;
+    completed = true;
+  }
+  ChainOperation* chain;
+  std::size_t index;
+  bool completed = false;
 };
 
 template <class Prepare>
