@@ -16,8 +16,8 @@ void release(Block* block) noexcept {
   if (block->pool != nullptr) {
     block->pool->give_back(block);
   } else {
-    std::free(block->memory);
-    delete block;
+    if (!block->lender) std::free(block->memory);
+    delete block;  // a lender goes with its last block
   }
 }
 }  // namespace detail
@@ -56,8 +56,16 @@ Buffer Buffer::allocate(std::size_t size, std::size_t headroom, std::size_t alig
   if (total == 0) total = alignment;
   void* memory = std::aligned_alloc(alignment, total);
   if (memory == nullptr) throw std::bad_alloc();
-  auto* block = new detail::Block{static_cast<std::byte*>(memory), headroom, size, 0, nullptr};
+  auto* block = new detail::Block{static_cast<std::byte*>(memory), headroom, size, 0, nullptr, nullptr};
   return Buffer(block, headroom, headroom + size, headroom);
+}
+
+Buffer Buffer::borrow(std::span<const std::byte> memory, std::shared_ptr<const void> lender) {
+  // const_cast: Buffer hands out writable spans, and these bytes are never written
+  // (no headroom; a borrowed payload is only ever sent or written out).
+  auto* block = new detail::Block{const_cast<std::byte*>(memory.data()), 0, memory.size(), 0, nullptr,
+                                  std::move(lender)};
+  return Buffer(block, 0, memory.size(), 0);
 }
 
 std::span<std::byte> Buffer::prefix(std::size_t n) const {
@@ -73,7 +81,7 @@ std::span<std::byte> Buffer::with_prefix(std::size_t n) const {
 Buffer Buffer::share(std::size_t offset, std::size_t length, std::size_t headroom) const {
   assert(offset + length <= size());
   // Never promise more than the bytes that physically exist in front of the window.
-  std::size_t available = begin_ + offset;
+  std::size_t available = block_->lender ? 0 : begin_ + offset;
   if (headroom > available) headroom = available;
   return Buffer(block_, begin_ + offset, begin_ + offset + length, headroom);
 }

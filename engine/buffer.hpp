@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 namespace sluice {
@@ -26,6 +27,9 @@ struct Block {
   std::size_t capacity = 0;
   std::uint32_t references = 0;
   BufferPool* pool = nullptr;  // null: freed when the last handle goes
+  // Set for memory lent by someone else (Buffer::borrow): released, not freed, and
+  // read-only, so no window has headroom to write a header into.
+  std::shared_ptr<const void> lender;
 };
 void release(Block* block) noexcept;
 }  // namespace detail
@@ -41,6 +45,11 @@ class Buffer {
 
   // A buffer of its own, not from a pool (replies, scratch space, tests).
   static Buffer allocate(std::size_t size, std::size_t headroom = 0, std::size_t alignment = 4096);
+
+  // A read-only window on memory `lender` keeps alive (a mapping of the source file),
+  // held until the last handle on it goes. Nothing may be written into it: data()
+  // is for reading only, and no window of it has headroom.
+  static Buffer borrow(std::span<const std::byte> memory, std::shared_ptr<const void> lender);
 
   std::span<std::byte> data() const {
     if (block_ == nullptr) return {};  // a default-constructed (or moved-from) buffer

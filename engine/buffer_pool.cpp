@@ -41,7 +41,7 @@ awaitable<Result<Buffer>> BufferPool::acquire() {
       credits_.release();
       co_return fail(std::errc::not_enough_memory, "cannot allocate a transfer buffer");
     }
-    block = new detail::Block{static_cast<std::byte*>(memory), headroom_, block_size_, 0, this};
+    block = new detail::Block{static_cast<std::byte*>(memory), headroom_, block_size_, 0, this, nullptr};
     blocks_.emplace_back(block, &free_block);
   }
   co_return Buffer(block, headroom_, headroom_ + block_size_, headroom_);

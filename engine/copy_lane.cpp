@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,24 @@
 namespace sluice {
 
 namespace {
+
+// An extent that zero detection breaks into more data runs than this is written from
+// the mapping it was scanned in rather than spliced: a splice is two trips through a
+// kernel worker, and a filesystem image whose free 4 KiB blocks are scattered breaks
+// into tens of thousands of short runs (2 GiB with a quarter of its blocks zero: some
+// 98,000), which as buffers go out in chains (PageCacheWriter) or batched sends.
+constexpr std::size_t max_slices_per_extent = 4;
+
+// A scanned mapping lent to the pieces written from it. It keeps its scan slot until
+// the last of them has been written, so what is mapped stays within the depth.
+struct LentMapping {
+  LentMapping(MappedRange r, Credits& s) : range(std::move(r)), slots(s) {}
+  LentMapping(const LentMapping&) = delete;
+  LentMapping& operator=(const LentMapping&) = delete;
+  ~LentMapping() { slots.release(); }
+  MappedRange range;
+  Credits& slots;
+};
 
 // Largest zero request: big enough that a sparse terabyte costs few round trips, small
 // enough for a 32-bit NBD length.
@@ -30,6 +49,7 @@ CopyLane::CopyLane(executor ex, Source& source, Destination& destination, const 
       at_home_(at_home),
       pool_(ex, options_.depth, options_.request_size),
       write_slots_(ex, options_.depth),
+      data_slots_(ex, std::max(options_.depth, traits_.writes_in_flight)),
       scan_slots_(ex, options_.depth),
       items_(ex, options_.depth),
       filled_(ex, options_.depth * 2),
@@ -37,6 +57,7 @@ CopyLane::CopyLane(executor ex, Source& source, Destination& destination, const 
       scan_probe_(options_.mapped_scan_dear_ratio),
       zero_copy_(by_reference) {
   known_zero_ = traits_.known_zero || options_.destination_is_zero;
+  wide_data_slots_ = traits_.writes_in_flight > options_.depth;
   // Finding zeros in data pays only where zeros cost less than data.
   detect_zeros_ = options_.sparse > 0 && !traits_.ordered && (traits_.zero_is_cheap || known_zero_);
 }
@@ -166,12 +187,13 @@ void CopyLane::mark_by_reference(WorkItem& item) {
 // Zero detection on a mapping of the source; data runs go on by reference. Holds a
 // scan slot, taken by the caller.
 awaitable<Status> CopyLane::scan_by_reference(WorkItem item) {
-  Status status = co_await scan_and_pass_on(std::move(item));
-  scan_slots_.release();
+  bool slot_lent = false;
+  Status status = co_await scan_and_pass_on(std::move(item), slot_lent);
+  if (!slot_lent) scan_slots_.release();
   co_return status;
 }
 
-awaitable<Status> CopyLane::scan_and_pass_on(WorkItem item) {
+awaitable<Status> CopyLane::scan_and_pass_on(WorkItem item, bool& slot_lent) {
   const Extent extent = item.extent;
   const auto slice = source_.file_slice(extent.offset, extent.length);
   auto range = co_await MappedRange::map(FileRing::of(co_await asio::this_coro::executor), slice->fd, slice->offset,
@@ -181,10 +203,19 @@ awaitable<Status> CopyLane::scan_and_pass_on(WorkItem item) {
   if (!runs) co_return tl::unexpected(runs.error());
   ++stats_.reads;
   stats_.bytes_read += extent.length;
+  const auto data_runs = static_cast<std::size_t>(std::count_if(runs->begin(), runs->end(), [](const Run& r) { return !r.zero; }));
+  std::shared_ptr<const LentMapping> lender;
+  if (data_runs > max_slices_per_extent) {
+    lender = std::make_shared<const LentMapping>(std::move(*range), scan_slots_);
+    slot_lent = true;
+  }
   for (const Run& run : *runs) {
     WorkItem piece{item.seq, Extent{extent.offset + run.offset, run.length, run.zero ? ExtentKind::zero : ExtentKind::data},
                    Buffer{}, false, std::nullopt};
-    if (!run.zero) piece.file = FileSlice{slice->fd, slice->offset + run.offset, run.length};
+    if (!run.zero && lender)
+      piece.data = Buffer::borrow(lender->range.bytes().subspan(run.offset, run.length), lender);
+    else if (!run.zero)
+      piece.file = FileSlice{slice->fd, slice->offset + run.offset, run.length};
     if (!co_await pass_on(std::move(piece))) co_return cancelled();
   }
   co_return Status{};
@@ -247,8 +278,9 @@ awaitable<Status> CopyLane::write_stage() {
     if (!traits_.ordered) {
       if (item.end) break;
       if (skip_if_zero(item)) continue;
-      if (!co_await write_slots_.acquire()) break;
-      writes.spawn(write_one(std::move(item), true));
+      Credits& slots = slots_for(item);
+      if (!co_await slots.acquire()) break;
+      writes.spawn(write_one(std::move(item), &slots));
       continue;
     }
     // One request at a time, in offset order: reads finish out of order.
@@ -262,7 +294,7 @@ awaitable<Status> CopyLane::write_stage() {
         break;
       }
       if (skip_if_zero(next)) continue;
-      if (Status s = co_await write_one(std::move(next), false); !s) {
+      if (Status s = co_await write_one(std::move(next), nullptr); !s) {
         writes.fail(s.error());
         ended = true;
         break;
@@ -282,7 +314,12 @@ bool CopyLane::skip_if_zero(const WorkItem& item) {
   return true;
 }
 
-awaitable<Status> CopyLane::write_one(WorkItem item, bool holds_slot) {
+Credits& CopyLane::slots_for(const WorkItem& item) {
+  return wide_data_slots_ && item.extent.kind == ExtentKind::data ? data_slots_ : write_slots_;
+}
+
+// `slot`: the credit it holds, given back once it has completed (none when ordered).
+awaitable<Status> CopyLane::write_one(WorkItem item, Credits* slot) {
   const Extent extent = item.extent;
   Status status;
   if (extent.kind == ExtentKind::data) {
@@ -300,7 +337,7 @@ awaitable<Status> CopyLane::write_one(WorkItem item, bool holds_slot) {
                                         options_.allocated ? ZeroMode::allocate : ZeroMode::may_punch);
     if (status) stats_.bytes_zeroed += extent.length;
   }
-  if (holds_slot) write_slots_.release();
+  if (slot != nullptr) slot->release();
   if (status) completed(extent.length);
   co_return status;
 }
@@ -340,6 +377,7 @@ void CopyLane::stop() {
   filled_.close();
   pool_.close();
   write_slots_.close();
+  data_slots_.close();
   scan_slots_.close();
   source_.abort();
   destination_.abort();

@@ -56,14 +56,16 @@ class CopyLane {
   awaitable<Status> read_stage();
   void mark_by_reference(WorkItem& item);
   awaitable<Status> scan_by_reference(WorkItem item);
-  awaitable<Status> scan_and_pass_on(WorkItem item);
+  // `slot_lent`: set once the scan slot went with a mapping lent to the pieces.
+  awaitable<Status> scan_and_pass_on(WorkItem item, bool& slot_lent);
   bool measure_scans() const;
   Result<std::vector<Run>> measured_zero_runs(const MappedRange& range, const Extent& extent);
   awaitable<Status> read_one(WorkItem item, Buffer buffer);
   awaitable<bool> pass_on(WorkItem item);
   awaitable<Status> write_stage();
   bool skip_if_zero(const WorkItem& item);
-  awaitable<Status> write_one(WorkItem item, bool holds_slot);
+  Credits& slots_for(const WorkItem& item);
+  awaitable<Status> write_one(WorkItem item, Credits* slot);
   void completed(std::uint64_t bytes);
   void count_extent(const Extent& extent);
   // The first failed read or write is the copy's error, recorded in stages_ before
@@ -81,7 +83,10 @@ class CopyLane {
   ProgressTally& progress_;
   bool at_home_;
   BufferPool pool_;
-  Credits write_slots_;
+  Credits write_slots_;  // writes and zeros in flight: the depth
+  // Data writes in flight, where the destination takes more of them than the depth
+  // (DestinationTraits::writes_in_flight); zeros keep to write_slots_.
+  Credits data_slots_;
   Credits scan_slots_;  // mapped scans in flight (zero detection by reference)
   ItemChannel items_;
   ItemChannel filled_;
@@ -92,6 +97,7 @@ class CopyLane {
   bool detect_zeros_ = false;
   bool zero_copy_ = false;
   bool stopped_ = false;
+  bool wide_data_slots_ = false;
   // The extent last counted in the current stripe (its end and kind), and the kind of
   // that stripe's first extent.
   std::uint64_t counted_end_ = 0;

@@ -29,6 +29,11 @@ struct DestinationTraits {
   // of a striped copy (CopyOptions::lanes); flush() and finish() still come from the
   // copy's own loop, after every lane has ended.
   bool takes_lanes = false;
+  // Writes the destination takes at once, where that is more than the copy's depth:
+  // it bounds what it holds itself (buffers bound their memory, pipes their splices),
+  // and short writes that wait together cost less (a data run between zero blocks).
+  // 0: the copy's depth.
+  std::size_t writes_in_flight = 0;
   // A network destination's measured round trip (zero: local, or not known). A long one
   // raises the automatic depth.
   std::chrono::microseconds round_trip{0};

@@ -38,6 +38,11 @@ class MappedRange {
   MappedRange& operator=(MappedRange&&) = delete;
   ~MappedRange();
 
+  // The mapped bytes: [offset, offset + length) of the file.
+  std::span<const std::byte> bytes() const {
+    return {static_cast<const std::byte*>(mapping_) + delta_, length_};
+  }
+
   // scan_zero_runs over the mapped bytes; fails if a page could not be read (the file
   // shrank while it was being copied).
   Result<std::vector<Run>> zero_runs(std::uint64_t base, std::size_t granularity) const;

@@ -102,12 +102,13 @@ FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, Uni
       ring_(FileRing::of(ex)),
       writeback_window_(writeback_window),
       pipes_(ex, pipes_per_destination),
-      page_cache_writer_(ex, block_device ? block_device_writers : 1) {}
+      page_cache_(ex, ring_, fd_.get(), block_device ? block_device_writers : 1) {}
 
 DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
   traits.known_zero = known_zero_;
   traits.zero_is_cheap = true;
+  traits.writes_in_flight = FileRing::max_chain;
   if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
   return traits;
 }
@@ -116,9 +117,7 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
   bool aligned = offset % direct_alignment == 0 && bytes.size() % direct_alignment == 0 &&
                  reinterpret_cast<std::uintptr_t>(bytes.data()) % direct_alignment == 0;
   if (direct_fd_ && aligned) co_return co_await ring_write_all(ring_, direct_fd_.get(), offset, bytes, false);
-  if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
-  CreditHeld turn{page_cache_writer_};
-  co_return co_await ring_write_all(ring_, fd_.get(), offset, bytes, true);
+  co_return co_await page_cache_.write(offset, bytes);
 }
 
 awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
@@ -129,8 +128,8 @@ awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
 }
 
 awaitable<Status> FileDestination::splice_into_file(int pipe, std::uint64_t offset, std::size_t length) {
-  if (Status s = co_await page_cache_writer_.acquire(); !s) co_return s;
-  CreditHeld turn{page_cache_writer_};
+  if (Status s = co_await page_cache_.turns().acquire(); !s) co_return s;
+  CreditHeld turn{page_cache_.turns()};
   co_return co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length);
 }
 

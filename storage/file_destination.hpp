@@ -16,6 +16,7 @@
 #include "engine/uring/file_ring.hpp"
 #include "engine/uring/pipe_pool.hpp"
 #include "storage/file_options.hpp"
+#include "storage/page_cache_writer.hpp"
 
 namespace sluice {
 
@@ -46,7 +47,7 @@ class FileDestination final : public Destination {
                   std::uint64_t writeback_window, bool known_zero);
   awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset);
-  // pipe -> file through the page cache, in its turn (page_cache_writer_).
+  // pipe -> file through the page cache, in its turn (page_cache_).
   awaitable<Status> splice_into_file(int pipe, std::uint64_t offset, std::size_t length);
   awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
@@ -62,11 +63,12 @@ class FileDestination final : public Destination {
   FileRing& ring_;
   std::uint64_t writeback_window_;
   PipePool pipes_;  // for write_file(), one per write in flight
-  // Writes through a regular file's page cache, one at a time: the kernel serialises
-  // them on the inode lock anyway, and with several in flight io-wq ran one worker per
-  // write, all but one spinning on that lock (up to a third of the copy's CPU in
-  // rwsem_spin_on_owner). A block device's buffered writes take no such lock.
-  Credits page_cache_writer_;
+  // Writes through a regular file's page cache, one turn at a time: the kernel
+  // serialises them on the inode lock anyway, and with several in flight io-wq ran one
+  // worker per write, all but one spinning on that lock (up to a third of the copy's
+  // CPU in rwsem_spin_on_owner). Writes that wait for a turn go as one chain. A block
+  // device's buffered writes take no such lock.
+  PageCacheWriter page_cache_;
   struct Range {
     std::uint64_t offset;
     std::uint64_t length;

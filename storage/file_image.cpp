@@ -70,7 +70,7 @@ FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct
       memory_backed_(file.memory_backed),
       ring_(FileRing::of(ex)),
       slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)),
-      page_cache_writer_(ex, block_device_ ? std::max<std::size_t>(options.max_in_flight, 1) : 1) {
+      page_cache_(ex, ring_, fd_.get(), block_device_ ? std::max<std::size_t>(options.max_in_flight, 1) : 1) {
   traits_.read_only = options.read_only;
   traits_.can_extents = !block_device_;
   traits_.can_trim = !options.read_only && !block_device_ && punch_works(fd_.get(), size_);
@@ -110,13 +110,12 @@ awaitable<Status> FileImage::write(std::uint64_t offset, std::span<const std::by
     if (Status got = co_await slots_.acquire(); !got) co_return got;
     CreditHeld held{slots_};
     int fd = descriptor_for(offset, data.size(), data.data());
-    std::optional<CreditHeld> turn;
-    if (fd == fd_.get()) {
-      if (Status got = co_await page_cache_writer_.acquire(); !got) co_return got;
-      turn.emplace(page_cache_writer_);
-    }
-    if (Status written = co_await ring_write_all(ring_, fd, offset, data, fd == fd_.get()); !written)
-      co_return written;
+    Status written;
+    if (fd == fd_.get())
+      written = co_await page_cache_.write(offset, data);
+    else
+      written = co_await ring_write_all(ring_, fd, offset, data, false);
+    if (!written) co_return written;
   }
   if (durable) co_return co_await flush();
   co_return Status{};
@@ -128,8 +127,8 @@ awaitable<Status> FileImage::write_from_pipe(std::uint64_t offset, std::size_t l
   {
     if (Status got = co_await slots_.acquire(); !got) co_return got;
     CreditHeld held{slots_};
-    if (Status got = co_await page_cache_writer_.acquire(); !got) co_return got;
-    CreditHeld turn{page_cache_writer_};
+    if (Status got = co_await page_cache_.turns().acquire(); !got) co_return got;
+    CreditHeld turn{page_cache_.turns()};
     // Not one conditional expression: g++ 12 destroys a co_await's temporary result
     // twice when the co_await is one arm of ?: (a double free on the first failure).
     Status written;

@@ -13,6 +13,7 @@
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
 #include "storage/image_file.hpp"
+#include "storage/page_cache_writer.hpp"
 
 namespace sluice {
 
@@ -74,12 +75,13 @@ class FileImage final : public Image {
   FileRing& ring_;
   ImageTraits traits_;
   Credits slots_;
-  // Buffered writes to a regular file, one at a time. The kernel serialises them on the
-  // file's inode lock anyway; with several in flight, io-wq ran one worker per write
-  // and all but one spun on that lock, burning the CPU the copy needed (a third of the
-  // writer's time in rwsem_spin_on_owner). A block device's buffered writes take no
-  // such lock, so they run as many at a time as slots_ allows.
-  Credits page_cache_writer_;
+  // Buffered writes to a regular file, one turn at a time. The kernel serialises them
+  // on the file's inode lock anyway; with several in flight, io-wq ran one worker per
+  // write and all but one spun on that lock, burning the CPU the copy needed (a third
+  // of the writer's time in rwsem_spin_on_owner). Writes that wait for a turn go as one
+  // chain. A block device's buffered writes take no such lock, so they run as many at
+  // a time as slots_ allows.
+  PageCacheWriter page_cache_;
   // What fallocate turned out to support, learnt on first use.
   bool punch_supported_ = true;
   bool zero_range_supported_ = true;

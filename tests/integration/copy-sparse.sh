@@ -144,6 +144,9 @@ copy_and_check "$mixed" "$out_dir/mixed.buffered" --no-zero-copy
 assert_map "$out_dir/mixed.buffered" "$sparse_4k_map"
 
 log "scattered zero blocks: one short write per run of data, every byte in place"
+# The short runs go as buffers in linked chains of writes: read into the pool with
+# --no-zero-copy, straight from the scanned mapping of the source with --zero-copy
+# (no pool buffer, no splice per run).
 scattered=$img/scattered
 /usr/bin/python3 - "$scattered" <<'PY'
 import os, sys
@@ -153,10 +156,15 @@ with open(sys.argv[1], "wb") as f:
         f.write(bytes(block) if i % 3 == 0 else os.urandom(block))
 PY
 for mode in --no-zero-copy --zero-copy; do
-  copy_and_check "$scattered" "$out_dir/scattered$mode" "$mode"
+  copy_and_check "$scattered" "$out_dir/scattered$mode" "$mode" --stats
   assert_le "allocated bytes of the scattered copy ($mode)" \
     "$(allocated_bytes "$out_dir/scattered$mode")" $((8 * M - 600 * 4 * K))
+  # 683 runs of data, a few cut in two where requests end.
+  assert_le "writes of the scattered copy, one per run ($mode)" 683 "$(json_field "$out" writes)"
+  assert_le "writes of the scattered copy, at most one per run and request ($mode)" "$(json_field "$out" writes)" 700
+  assert_eq "spliced writes of the scattered copy ($mode)" "$(json_field "$out" zero_copy_writes)" 0
 done
+assert_eq "pool buffers of the scattered copy from the mapping" "$(json_field "$out" peak_buffers)" 0
 
 log "--sparse=0: zero detection off, the allocated zeros are written as data"
 expect_ok "$SLUICE" copy --sparse=0 --stats "$mixed" "$out_dir/mixed.sparse0"

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "engine/buffer.hpp"
 
@@ -45,4 +47,24 @@ TEST_CASE("moving a buffer transfers ownership") {
   CHECK(b.references() == 1);
   b.truncate(100);
   CHECK(b.size() == 100);
+}
+
+TEST_CASE("a borrowed buffer holds its lender until the last share is gone, and offers no headroom") {
+  const std::vector<std::byte> lent(8192, std::byte{9});
+  auto lender = std::make_shared<int>(0);
+  std::weak_ptr<int> watch = lender;
+  Buffer whole = Buffer::borrow(lent, std::move(lender));
+  CHECK(whole.data().data() == lent.data());
+  CHECK(whole.size() == 8192);
+  CHECK(whole.headroom() == 0);
+  // Zero detection would offer the zeros before a run as room for a header: not in
+  // someone else's memory.
+  Buffer run = whole.share(4096, 100, 4096);
+  CHECK(run.headroom() == 0);
+  CHECK(run.data().data() == lent.data() + 4096);
+  whole = Buffer{};
+  CHECK_FALSE(watch.expired());
+  CHECK(run.data()[0] == std::byte{9});
+  run = Buffer{};
+  CHECK(watch.expired());
 }

@@ -358,6 +358,33 @@ TEST_CASE("zero-copy: file slices go by reference, within the depth, only where 
     CHECK_FALSE(stats->mapped_scan_gave_way);
     ::close(zfd);
   }
+  SUBCASE("an extent broken into many data runs is written from its mapping, which lives until the last write") {
+    // Every other 4 KiB block zero over 1 MiB of the first data extent: each 256 KiB
+    // request holds 32 data runs, more than are worth a splice each.
+    auto with_zeros = bytes;
+    for (std::size_t at = 1u << 20; at < (2u << 20); at += 8192)
+      std::fill_n(with_zeros.begin() + static_cast<std::ptrdiff_t>(at), 4096, std::byte{0});
+    const int zfd = memfd_with(with_zeros);
+    MemorySource zsource(with_zeros, sample_map);
+    zsource.slice_fd = zfd;
+    SlicingSink sink(image_size);
+    CopyOptions options = small_requests();
+    options.zero_copy = ZeroCopy::always;
+    auto stats = test::run(copy(zsource, sink, options));
+    REQUIRE(stats);
+    // The sink compares each payload when its write completes, after a random delay:
+    // a mapping unmapped too early would fault or differ.
+    CHECK(sink.image == with_zeros);
+    CHECK(sink.corruptions == 0);
+    CHECK(zsource.max_in_flight == 0);  // nothing read into memory
+    CHECK(stats->peak_buffers == 0);
+    CHECK(stats->writes - sink.slices >= 4 * 32);  // the broken requests' runs, from the mapping
+    CHECK(sink.slices > 0);                        // unbroken extents still spliced
+    CHECK(stats->zero_copy_writes == sink.slices);
+    CHECK(sink.zeroed >= 128 * 4096);
+    CHECK(sink.max_in_flight <= 4);
+    ::close(zfd);
+  }
   SUBCASE("where mapping proves dearer than copying, zero detection gives way to buffered reads") {
     auto with_zeros = bytes;
     std::fill_n(with_zeros.begin() + (5 << 20), 65536, std::byte{0});  // past the measured scans
