@@ -59,7 +59,7 @@ CopyLane::CopyLane(executor ex, Source& source, Destination& destination, const 
   known_zero_ = traits_.known_zero || options_.destination_is_zero;
   wide_data_slots_ = traits_.writes_in_flight > options_.depth;
   // Finding zeros in data pays only where zeros cost less than data.
-  detect_zeros_ = options_.sparse > 0 && !traits_.ordered && (traits_.zero_is_cheap || known_zero_);
+  detect_zeros_ = options_.sparse > 0 && !traits_.ordered && !traits_.discards && (traits_.zero_is_cheap || known_zero_);
 }
 
 // Cancellation is the copy's to subscribe to: it stops every lane.

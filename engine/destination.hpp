@@ -22,6 +22,9 @@ struct DestinationTraits {
   bool known_zero = false;
   // zero() is cheaper than writing zeros, so scanning data for zero runs pays.
   bool zero_is_cheap = true;
+  // Keeps nothing (null:): zeros found in data would save nothing, so none are looked
+  // for.
+  bool discards = false;
   // Writes and zeros must be issued one at a time in offset order (a raw byte stream).
   bool ordered = false;
   BlockSizes block_sizes{};

@@ -12,6 +12,7 @@ class NullDestination final : public Destination {
   DestinationTraits traits() const override {
     DestinationTraits traits;
     traits.known_zero = true;  // nothing to zero: nothing is kept
+    traits.discards = true;
     traits.takes_lanes = true;  // nothing is kept, so nothing is shared
     return traits;
   }
