@@ -3,10 +3,12 @@
 # side by side in one run (issue 2's benchmark). Not a test: nothing here is timed
 # against a limit by meson.
 #
-#   tests/bench/bench-copy.sh [--quick] [--cold] [--runs N] [--dir DIR] [--output FILE] [--no-docs]
+#   tests/bench/bench-copy.sh [--quick] [--cold] [--scattered] [--runs N] [--dir DIR] [--output FILE] [--no-docs]
 #
 # Images: (a) random data, 4 GiB; (b) a 64 GiB sparse file, 5% data in scattered
-# 1..8 MiB extents. Each is copied file -> file and file -> null by every tool, N
+# 1..8 MiB extents; with --scattered instead, (c) 2 GiB with a quarter of its 4 KiB
+# blocks zero at random, as a filesystem image's free blocks (fully allocated: only
+# zero detection finds them). Each is copied file -> file and file -> null by every tool, N
 # runs (default 5) interleaved across the tools, on a warm page cache. Every file copy
 # is compared with cmp on the first run (all runs with --verify-all); a run that fails
 # or differs stops the benchmark, so no unverified number is reported.
@@ -19,6 +21,7 @@
 #   --cold         read the source from the disk: before every run its pages are
 #                  dropped from the page cache (posix_fadvise DONTNEED: no root needed,
 #                  the rest of the cache is left alone); its own section in the doc
+#   --scattered    only image (c); its own section in the doc
 #   --runs N       runs per tool and route
 #   --dir DIR      where the images and copies live (default /var/tmp/sluice-bench);
 #                  kept between invocations so the images are made only once
@@ -42,6 +45,7 @@ no_docs=false
 sluice=$source_root/build/apps/sluice/sluice
 verify_all=false
 cold=false
+scattered=false
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 die() {
@@ -63,6 +67,7 @@ while (($#)); do
     --verify-all) verify_all=true ;;
     --no-docs) no_docs=true ;;
     --cold) cold=true ;;
+    --scattered) scattered=true ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
   esac
@@ -72,10 +77,12 @@ done
 if $quick; then
   random_size=$((256 << 20))
   sparse_size=$((4 << 30))
+  scattered_size=$((256 << 20))
   runs=${runs:-2}
 else
   random_size=$((4 << 30))
   sparse_size=$((64 << 30))
+  scattered_size=$((2 << 30))
   runs=${runs:-5}
 fi
 [[ $runs =~ ^[1-9][0-9]*$ ]] || die "--runs needs a positive number"
@@ -100,9 +107,10 @@ trap 'rm -rf "$work"' EXIT
 log() { printf '[bench-copy %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 human() { numfmt --to=iec-i --suffix=B "$1"; }
 
-# Room for both images, one copy of each, and slack.
+# Room for the images, one copy of each, and slack.
 sparse_data_estimate=$((sparse_size * sparse_percent / 100))
 needed=$(((random_size + sparse_data_estimate) * 2 + (1 << 30)))
+$scattered && needed=$((scattered_size * 2 + (1 << 30)))
 available=$(($(df --output=avail -B1 "$dir" | tail -n1)))
 ((available >= needed)) || die "$dir has $(human "$available") free; this run needs about $(human "$needed")"
 
@@ -110,14 +118,36 @@ available=$(($(df --output=avail -B1 "$dir" | tail -n1)))
 
 random_img=$dir/random-$(human "$random_size").img
 sparse_img=$dir/sparse-$(human "$sparse_size")-${sparse_percent}pct.img
+scattered_img=$dir/scattered-$(human "$scattered_size")-25pct-zero-blocks.img
 
-if [[ ! -f $random_img || $(stat -c %s "$random_img") -ne $random_size ]]; then
+if $scattered; then
+  if [[ ! -f $scattered_img || $(stat -c %s "$scattered_img") -ne $scattered_size ]]; then
+    log "making $scattered_img"
+    "$PYTHON" - "$scattered_img.tmp" "$scattered_size" <<'EOF'
+# Every 4 KiB block is zero with probability 1/4, else random; written in full, so
+# the file has no holes. Fixed seed: the same layout every time.
+import os, random, sys
+path, size = sys.argv[1], int(sys.argv[2])
+rng = random.Random(3)
+block, chunk = 4096, 64 << 20
+with open(path, "wb") as f:
+    for start in range(0, size, chunk):
+        data = bytearray(os.urandom(min(chunk, size - start)))
+        for at in range(0, len(data), block):
+            if rng.random() < 0.25:
+                data[at:at + block] = bytes(block)
+        f.write(data)
+    os.fsync(f.fileno())
+EOF
+    mv "$scattered_img.tmp" "$scattered_img"
+  fi
+elif [[ ! -f $random_img || $(stat -c %s "$random_img") -ne $random_size ]]; then
   log "making $random_img"
   head -c "$random_size" /dev/urandom >"$random_img.tmp"
   mv "$random_img.tmp" "$random_img"
 fi
 
-if [[ ! -f $sparse_img || ! -f $sparse_img.layout || $(stat -c %s "$sparse_img") -ne $sparse_size ]]; then
+if ! $scattered && [[ ! -f $sparse_img || ! -f $sparse_img.layout || $(stat -c %s "$sparse_img") -ne $sparse_size ]]; then
   log "making $sparse_img"
   "$PYTHON" - "$sparse_img.tmp" "$sparse_size" "$sparse_percent" <<'EOF'
 # Scattered extents of 1..8 MiB (64 KiB steps) at random 4 KiB-aligned offsets, never
@@ -155,7 +185,7 @@ EOF
   mv "$sparse_img.tmp.layout" "$sparse_img.layout"
   mv "$sparse_img.tmp" "$sparse_img"
 fi
-read -r sparse_extents sparse_data <"$sparse_img.layout"
+$scattered || read -r sparse_extents sparse_data <"$sparse_img.layout"
 
 # --- the tools ---------------------------------------------------------------------
 
@@ -240,8 +270,14 @@ bench() {
   done
 }
 
-bench "(a) random $(human "$random_size")" "$random_img" "$random_size" "$random_size"
-bench "(b) sparse $(human "$sparse_size"), ${sparse_percent}% data" "$sparse_img" "$sparse_size" "$sparse_data"
+if $scattered; then
+  # Data bytes: what zero detection leaves, a quarter of the blocks fewer.
+  bench "(c) scattered $(human "$scattered_size"), 1 in 4 blocks zero" "$scattered_img" "$scattered_size" \
+    $((scattered_size * 3 / 4))
+else
+  bench "(a) random $(human "$random_size")" "$random_img" "$random_size" "$random_size"
+  bench "(b) sparse $(human "$sparse_size"), ${sparse_percent}% data" "$sparse_img" "$sparse_size" "$sparse_data"
+fi
 
 # --- the report --------------------------------------------------------------------
 
@@ -328,7 +364,13 @@ EOF
 )
 
 verified_note="every file copy compared with cmp on the first run"
-data_percent=$("$PYTHON" -c "print(f'{100 * $sparse_data / $sparse_size:.1f}')")
+images="(a) $(human "$random_size") of random data; (b) $(human "$sparse_size") sparse"
+if $scattered; then
+  images="(c) $(human "$scattered_size"), every 4 KiB block zero with probability 1/4 (seed 3), else random; no holes (MiB/s of the data counts the non-zero blocks)"
+else
+  data_percent=$("$PYTHON" -c "print(f'{100 * $sparse_data / $sparse_size:.1f}')")
+  images="$images, $(human "$sparse_data") of data ($data_percent%) in $sparse_extents extents of 1..8 MiB at random offsets"
+fi
 $verify_all && verified_note="every file copy compared with cmp on every run"
 mode="full"
 $quick && mode="**quick smoke test** (small images, $runs runs) - these are not the issue's benchmark figures"
@@ -341,6 +383,10 @@ if $cold; then
   heading="$heading, cold source"
   cache_note="cold source: before every run the source's pages are dropped from the page cache (posix_fadvise DONTNEED); the rest of the cache is left alone"
 fi
+if $scattered; then
+  marker=$marker-scattered
+  heading="$heading, an image with scattered zero blocks"
+fi
 
 report=$(cat <<EOF
 <!-- $marker:begin -->
@@ -351,7 +397,7 @@ report=$(cat <<EOF
 - Mode: $mode
 - Machine: $(nproc) CPUs ($cpu), $memory RAM, Linux $(uname -r); images on $filesystem
 - Versions: $versions
-- Images: (a) $(human "$random_size") of random data; (b) $(human "$sparse_size") sparse, $(human "$sparse_data") of data ($data_percent%) in $sparse_extents extents of 1..8 MiB at random offsets
+- Images: $images
 - Method: $runs runs per tool and route, interleaved (the tool order rotates every run); median wall time, min-max, MiB/s of the virtual size and of the data; peak RSS from \`/usr/bin/time -f %M\`
 - Page cache: $cache_note
 - Verified: $verified_note; every run's exit status checked (null runs leave nothing to compare)
