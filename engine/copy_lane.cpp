@@ -59,7 +59,8 @@ CopyLane::CopyLane(executor ex, Source& source, Destination& destination, const 
   known_zero_ = traits_.known_zero || options_.destination_is_zero;
   wide_data_slots_ = traits_.writes_in_flight > options_.depth;
   // Finding zeros in data pays only where zeros cost less than data.
-  detect_zeros_ = options_.sparse > 0 && !traits_.ordered && !traits_.discards && (traits_.zero_is_cheap || known_zero_);
+  detect_zeros_ =
+      options_.sparse > 0 && !traits_.ordered && !traits_.discards && (traits_.zero_is_cheap || known_zero_);
 }
 
 // Cancellation is the copy's to subscribe to: it stops every lane.
@@ -203,7 +204,8 @@ awaitable<Status> CopyLane::scan_and_pass_on(WorkItem item, bool& slot_lent) {
   if (!runs) co_return tl::unexpected(runs.error());
   ++stats_.reads;
   stats_.bytes_read += extent.length;
-  const auto data_runs = static_cast<std::size_t>(std::count_if(runs->begin(), runs->end(), [](const Run& r) { return !r.zero; }));
+  const auto data_runs =
+      static_cast<std::size_t>(std::count_if(runs->begin(), runs->end(), [](const Run& r) { return !r.zero; }));
   std::shared_ptr<const LentMapping> lender;
   if (data_runs > max_slices_per_extent) {
     lender = std::make_shared<const LentMapping>(std::move(*range), scan_slots_);

@@ -5,28 +5,33 @@
 #include <chrono>
 #include <vector>
 
+
 namespace sluice {
 
 PageCacheWriter::PageCacheWriter(executor ex, FileRing& ring, int fd, std::size_t turns)
-    : ring_(ring), fd_(fd), turns_(ex, turns), changed_(ex, std::chrono::steady_clock::time_point::max()) {}
+    : ring_(ring), fd_(fd), turns_(ex, turns) {}
 
 awaitable<Status> PageCacheWriter::write(std::uint64_t offset, std::span<const std::byte> bytes) {
   std::size_t written = 0;
   while (written < bytes.size()) {
-    Pending me{offset + written, bytes.subspan(written)};
+    Pending me;
+    me.offset = offset + written;
+    me.bytes = bytes.subspan(written);
     queue_.push_back(&me);
-    // Whoever finds no leader waiting for a turn becomes it; the rest wait for the
-    // chain that carries their write. A leader may carry others' writes and not its
-    // own (it queued after a chain was taken): it then leads again.
+    // Whoever finds no leader waiting for a turn becomes it; the others sleep until
+    // their write's chain has ended, or until they are the next to lead. A leader may
+    // carry others' writes and not its own (it queued behind a full chain): it then
+    // waits like the rest.
     while (!me.done) {
-      if (leader_waiting_) {
-        co_await changed_.async_wait(use_nothrow);
+      if (!leader_waiting_ && !me.taken) {
+        if (Status led = co_await lead(); !led) {
+          forget(&me);
+          wake_next_leader();  // which finds out the same way
+          co_return led;
+        }
         continue;
       }
-      if (Status led = co_await lead(); !led) {
-        forget(&me);
-        co_return led;
-      }
+      co_await sleep(me.sleeper);
     }
     // -ECANCELED: a write before it in the same chain failed, so it was never made.
     if (me.result == -ECANCELED) continue;
@@ -41,16 +46,16 @@ awaitable<Status> PageCacheWriter::lead() {
   leader_waiting_ = true;
   Status got = co_await turns_.acquire();
   leader_waiting_ = false;
-  // Someone else may now wait for the next turn (or learn that turns are over).
-  changed_.cancel();
   if (!got) co_return got;
   CreditHeld turn{turns_};
   const std::size_t n = std::min(queue_.size(), FileRing::max_chain);
   if (n == 0) co_return Status{};
   std::vector<Pending*> chain(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
   queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
+  for (Pending* p : chain) p->taken = true;
+  // Writes queued behind this chain wait for the next turn under a leader of their own.
+  wake_next_leader();
   co_await run_chain(chain);
-  changed_.cancel();
   co_return Status{};
 }
 
@@ -60,12 +65,40 @@ awaitable<void> PageCacheWriter::run_chain(std::span<Pending*> chain) {
   for (const Pending* p : chain) writes.push_back({p->offset, p->bytes});
   std::vector<int> results(chain.size(), -ECANCELED);
   co_await ring_.write_chain(fd_, writes, results, true);
+  ++chains_;
+  chained_writes_ += chain.size();
   for (std::size_t i = 0; i < chain.size(); ++i) {
     chain[i]->result = results[i];
     chain[i]->done = true;
+    wake(chain[i]->sleeper);
   }
-  ++chains_;
-  chained_writes_ += chain.size();
+}
+
+void PageCacheWriter::wake_next_leader() {
+  if (!queue_.empty()) wake(queue_.front()->sleeper);
+}
+
+awaitable<void> PageCacheWriter::sleep(std::unique_ptr<Sleeper>& slot) {
+  return asio::async_initiate<decltype(asio::use_awaitable), void()>(
+      [&slot](auto handler) {
+        using Handler = decltype(handler);
+        struct Held final : Sleeper {
+          explicit Held(Handler h) : resume(std::move(h)) {}
+          void wake() override {
+            auto ex = asio::get_associated_executor(resume);
+            asio::post(ex, std::move(resume));
+          }
+          Handler resume;
+        };
+        slot = std::make_unique<Held>(std::move(handler));
+      },
+      asio::use_awaitable);
+}
+
+void PageCacheWriter::wake(std::unique_ptr<Sleeper>& slot) {
+  if (!slot) return;
+  std::unique_ptr<Sleeper> sleeper = std::move(slot);  // slot is empty before anything resumes
+  sleeper->wake();
 }
 
 void PageCacheWriter::forget(Pending* pending) {

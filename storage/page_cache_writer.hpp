@@ -15,7 +15,7 @@
 #include <deque>
 #include <span>
 
-#include <asio/steady_timer.hpp>
+#include <memory>
 
 #include "engine/asio.hpp"
 #include "engine/credits.hpp"
@@ -41,15 +41,27 @@ class PageCacheWriter {
   std::uint64_t chained_writes() const { return chained_writes_; }
 
  private:
+  // A suspended writer, resumed (posted to its executor) by wake(). Cheaper than a
+  // timer per write: no timer queue, nothing for the reactor to arm.
+  struct Sleeper {
+    virtual ~Sleeper() = default;
+    virtual void wake() = 0;
+  };
+  static awaitable<void> sleep(std::unique_ptr<Sleeper>& slot);
+  static void wake(std::unique_ptr<Sleeper>& slot);
+
   struct Pending {
-    std::uint64_t offset;
+    std::uint64_t offset = 0;
     std::span<const std::byte> bytes;
     int result = 0;
+    bool taken = false;  // in a chain under way
     bool done = false;
+    std::unique_ptr<Sleeper> sleeper;  // set while its writer sleeps
   };
 
   awaitable<Status> lead();
   awaitable<void> run_chain(std::span<Pending*> chain);
+  void wake_next_leader();
   void forget(Pending* pending);
 
   FileRing& ring_;
@@ -57,8 +69,6 @@ class PageCacheWriter {
   Credits turns_;
   std::deque<Pending*> queue_;  // waiting for a turn, oldest first
   bool leader_waiting_ = false;
-  // Never expires: cancel() wakes every waiter when a chain ends or a leader moves on.
-  asio::steady_timer changed_;
   std::uint64_t chains_ = 0;
   std::uint64_t chained_writes_ = 0;
 };

@@ -53,9 +53,10 @@ void FileRing::shutdown() {
   while (in_flight_ > 0) {
     io_uring_cqe* cqe = nullptr;
     if (io_uring_wait_cqe(&ring_, &cqe) < 0) break;
-    delete static_cast<Operation*>(io_uring_cqe_get_data(cqe));
+    auto* operation = static_cast<Operation*>(io_uring_cqe_get_data(cqe));
+    const int result = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
-    --in_flight_;
+    if (operation->complete(result, false)) --in_flight_;
   }
 }
 
@@ -109,9 +110,7 @@ void FileRing::reap() {
     auto* operation = static_cast<Operation*>(io_uring_cqe_get_data(cqe));
     int result = cqe->res;
     io_uring_cqe_seen(&ring_, cqe);
-    --in_flight_;
-    operation->complete(result);
-    delete operation;
+    if (operation->complete(result, true)) --in_flight_;
   }
 }
 
@@ -159,17 +158,24 @@ void FileRing::start_chain(ChainOperation* chain, int fd, std::span<const Chaine
     return;
   }
   if (io_uring_sq_space_left(&ring_) < writes.size()) submit_queued();
-  chain->remaining = writes.size();
+  chain->silent_successes = (ring_.features & IORING_FEAT_CQE_SKIP) != 0;
+  chain->links.resize(writes.size());
   for (std::size_t i = 0; i < writes.size(); ++i) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);  // room was made above
     const ChainedWrite& w = writes[i];
     io_uring_prep_write(sqe, fd, w.bytes.data(), static_cast<unsigned>(w.bytes.size()), w.offset);
-    if (i + 1 < writes.size()) sqe->flags |= IOSQE_IO_LINK;
+    chain->results[i] = static_cast<int>(w.bytes.size());
+    const bool last = i + 1 == writes.size();
+    // Each completion posted wakes this thread through the eventfd: only the last
+    // link's success is worth one.
+    if (!last) sqe->flags |= IOSQE_IO_LINK | (chain->silent_successes ? IOSQE_CQE_SKIP_SUCCESS : 0);
     // The first goes to a worker, which then runs the rest of the chain itself.
     if (offload && i == 0) sqe->flags |= IOSQE_ASYNC;
-    io_uring_sqe_set_data(sqe, new ChainLink(chain, i));
-    ++in_flight_;
+    chain->links[i].chain = chain;
+    chain->links[i].index = i;
+    io_uring_sqe_set_data(sqe, &chain->links[i]);
   }
+  ++in_flight_;
   submit_queued();
   wait_for_completions();
 }

@@ -15,9 +15,11 @@
 
 #include <liburing.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include <asio/async_result.hpp>
 #include <asio/execution_context.hpp>
@@ -74,14 +76,16 @@ class FileRing : public asio::execution_context::service {
   std::size_t in_flight() const { return in_flight_; }
 
  private:
+  // What a CQE's user data points to. complete() takes one completion; it returns true
+  // once the operation is over, having posted its handler (or dropped it, when `run`
+  // is false: the ring shutting down) and freed itself.
   struct Operation {
     virtual ~Operation() = default;
-    virtual void complete(int result) = 0;
+    virtual bool complete(int result, bool run) = 0;
   };
   template <class Handler>
   struct HandlerOperation;
   struct ChainOperation;
-  struct ChainLink;
 
   void shutdown() override;
 
@@ -107,40 +111,49 @@ class FileRing : public asio::execution_context::service {
 template <class Handler>
 struct FileRing::HandlerOperation final : FileRing::Operation {
   explicit HandlerOperation(Handler h) : handler(std::move(h)) {}
-  void complete(int result) override {
-    auto ex = asio::get_associated_executor(handler);
-    asio::post(ex, [h = std::move(handler), result]() mutable { std::move(h)(result); });
+  bool complete(int result, bool run) override {
+    if (run) {
+      auto ex = asio::get_associated_executor(handler);
+      asio::post(ex, [h = std::move(handler), result]() mutable { std::move(h)(result); });
+    }
+    delete this;
+    return true;
   }
   Handler handler;
 };
 
-// A chain's completion: each link records its result, the last to complete resumes
-// the caller. A link destroyed without completing (the ring shutting down) still
-// counts, so the chain is freed, but the caller is not resumed (Asio's shutdown rule).
+// A chain's links share one operation, each SQE pointing at its own link. Where the
+// kernel has IOSQE_CQE_SKIP_SUCCESS, every link but the last carries it, and a chain
+// posts exactly one completion: the last link's when all succeeded, or the first
+// failing link's, after which the kernel cancels the rest without posting (a failed
+// request that skipped its success also skips its followers'). The links before it
+// succeeded; those after it were never made. Without the flag every link posts.
 struct FileRing::ChainOperation {
+  struct Link final : Operation {
+    bool complete(int result, bool run) override { return chain->link_done(index, result, run); }
+    ChainOperation* chain = nullptr;
+    std::size_t index = 0;
+  };
+
   virtual ~ChainOperation() = default;
   virtual void resume() = 0;
-  void link_done(bool completed) {
-    resumable = resumable && completed;
-    if (--remaining > 0) return;
-    if (resumable) resume();
-    delete this;
-  }
-  std::span<int> results;
-  std::size_t remaining = 0;
-  bool resumable = true;
-};
 
-struct FileRing::ChainLink final : FileRing::Operation {
-  ChainLink(ChainOperation* c, std::size_t i) : chain(c), index(i) {}
-  ~ChainLink() override { chain->link_done(completed); }
-  void complete(int result) override {
-    chain->results[index] = result;
-    completed = true;
+  bool link_done(std::size_t index, int result, bool run) {
+    results[index] = result;
+    if (silent_successes) {
+      for (std::size_t after = index + 1; after < links.size(); ++after) results[after] = -ECANCELED;
+    } else if (++received < links.size()) {
+      return false;
+    }
+    if (run) resume();
+    delete this;
+    return true;
   }
-  ChainOperation* chain;
-  std::size_t index;
-  bool completed = false;
+
+  std::span<int> results;  // set to each write's length beforehand: a silent link's result
+  std::vector<Link> links;
+  bool silent_successes = false;
+  std::size_t received = 0;
 };
 
 template <class Prepare>
@@ -150,8 +163,7 @@ awaitable<int> FileRing::submit(Prepare prepare) {
         auto* operation = new HandlerOperation<decltype(handler)>(std::move(handler));
         io_uring_sqe* sqe = next_sqe();
         if (sqe == nullptr) {
-          operation->complete(-EBUSY);
-          delete operation;
+          operation->complete(-EBUSY, true);
           return;
         }
         prepare(sqe);

@@ -54,9 +54,7 @@ awaitable<std::vector<Status>> write_all_at_once(PageCacheWriter& writer, const 
   co_return statuses;
 }
 
-}  // namespace
-
-TEST_CASE("page-cache writer: writes that wait for a turn go as chains, and every byte lands where it belongs") {
+void check_scattered_writes(std::size_t turns) {
   TempDir dir;
   const std::string path = dir.file("scattered.img");
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
@@ -64,11 +62,11 @@ TEST_CASE("page-cache writer: writes that wait for a turn go as chains, and ever
   constexpr std::size_t count = 600;  // more than one chain holds
   Scattered blocks(count);
   asio::io_context context(1);
-  PageCacheWriter writer(context.get_executor(), FileRing::of(context.get_executor()), fd.get(), 1);
+  PageCacheWriter writer(context.get_executor(), FileRing::of(context.get_executor()), fd.get(), turns);
   auto statuses = test::run(context, write_all_at_once(writer, blocks, count));
   for (const Status& s : statuses) CHECK(s);
   CHECK(writer.chained_writes() == count);
-  // The first write takes the free turn alone; the rest queue behind it.
+  // The first writes take the free turns alone; the rest queue behind them.
   CHECK(writer.chains() < count / 8);
   CHECK(writer.chains() >= count / FileRing::max_chain);
   const std::vector<char> written = read_file(path);
@@ -82,7 +80,14 @@ TEST_CASE("page-cache writer: writes that wait for a turn go as chains, and ever
   }
 }
 
-TEST_CASE("page-cache writer: a write that fails in a chain fails alone, and those after it are made") {
+}  // namespace
+
+TEST_CASE("page-cache writer: writes that wait for a turn go as chains, and every byte lands where it belongs") {
+  SUBCASE("one turn, as for a regular file") { check_scattered_writes(1); }
+  SUBCASE("four turns, as for a block device: chains side by side") { check_scattered_writes(4); }
+}
+
+TEST_CASE("page-cache writer: writes past the file-size limit fail with their own offsets, and those before it landed") {
   // The file-size limit (ulimit -f) fails writes past it with EFBIG, and one across it
   // comes up short: both end a chain in the kernel.
   TempDir dir;
@@ -120,7 +125,7 @@ TEST_CASE("page-cache writer: a write that fails in a chain fails alone, and tho
   CHECK(std::memcmp(written.data() + blocks.offset(40), blocks.at(40).data(), 1000) == 0);
 }
 
-TEST_CASE("page-cache writer: a failure ends only its own write when other writes follow it in the chain") {
+TEST_CASE("page-cache writer: writes cancelled behind a failed one go again and report the real error, never a cancellation") {
   // EBADF for every write: the first in each chain fails, the rest read -ECANCELED and
   // go again, so each write reports the real error, never a cancellation.
   asio::io_context context(1);
