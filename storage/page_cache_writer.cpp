@@ -78,27 +78,16 @@ void PageCacheWriter::wake_next_leader() {
   if (!queue_.empty()) wake(queue_.front()->sleeper);
 }
 
-awaitable<void> PageCacheWriter::sleep(std::unique_ptr<Sleeper>& slot) {
+awaitable<void> PageCacheWriter::sleep(std::unique_ptr<ParkedHandler>& slot) {
   return asio::async_initiate<decltype(asio::use_awaitable), void()>(
-      [&slot](auto handler) {
-        using Handler = decltype(handler);
-        struct Held final : Sleeper {
-          explicit Held(Handler h) : resume(std::move(h)) {}
-          void wake() override {
-            auto ex = asio::get_associated_executor(resume);
-            asio::post(ex, std::move(resume));
-          }
-          Handler resume;
-        };
-        slot = std::make_unique<Held>(std::move(handler));
-      },
+      [&slot](auto handler) { slot = ParkedHandler::park(std::move(handler)); },
       asio::use_awaitable);
 }
 
-void PageCacheWriter::wake(std::unique_ptr<Sleeper>& slot) {
+void PageCacheWriter::wake(std::unique_ptr<ParkedHandler>& slot) {
   if (!slot) return;
-  std::unique_ptr<Sleeper> sleeper = std::move(slot);  // slot is empty before anything resumes
-  sleeper->wake();
+  std::unique_ptr<ParkedHandler> sleeper = std::move(slot);  // slot is empty before anything resumes
+  sleeper->post();
 }
 
 void PageCacheWriter::forget(Pending* pending) {

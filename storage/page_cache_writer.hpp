@@ -20,6 +20,7 @@
 #include "engine/asio.hpp"
 #include "engine/credits.hpp"
 #include "engine/error.hpp"
+#include "engine/parked_handler.hpp"
 #include "engine/uring/file_ring.hpp"
 
 namespace sluice {
@@ -41,14 +42,10 @@ class PageCacheWriter {
   std::uint64_t chained_writes() const { return chained_writes_; }
 
  private:
-  // A suspended writer, resumed (posted to its executor) by wake(). Cheaper than a
-  // timer per write: no timer queue, nothing for the reactor to arm.
-  struct Sleeper {
-    virtual ~Sleeper() = default;
-    virtual void wake() = 0;
-  };
-  static awaitable<void> sleep(std::unique_ptr<Sleeper>& slot);
-  static void wake(std::unique_ptr<Sleeper>& slot);
+  // A writer sleeps with its handler parked in `slot` until wake() posts it: cheaper
+  // than a timer per write, with no timer queue and nothing for the reactor to arm.
+  static awaitable<void> sleep(std::unique_ptr<ParkedHandler>& slot);
+  static void wake(std::unique_ptr<ParkedHandler>& slot);
 
   struct Pending {
     std::uint64_t offset = 0;
@@ -56,7 +53,7 @@ class PageCacheWriter {
     int result = 0;
     bool taken = false;  // in a chain under way
     bool done = false;
-    std::unique_ptr<Sleeper> sleeper;  // set while its writer sleeps
+    std::unique_ptr<ParkedHandler> sleeper;  // set while its writer sleeps
   };
 
   awaitable<Status> lead();

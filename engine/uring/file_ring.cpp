@@ -132,16 +132,8 @@ awaitable<void> FileRing::write_chain(int fd, std::span<const ChainedWrite> writ
                                       bool offload) {
   return asio::async_initiate<decltype(asio::use_awaitable), void()>(
       [this, fd, writes, results, offload](auto handler) {
-        using Handler = decltype(handler);
-        struct Chain final : ChainOperation {
-          explicit Chain(Handler h) : resume_with(std::move(h)) {}
-          void resume() override {
-            auto ex = asio::get_associated_executor(resume_with);
-            asio::post(ex, std::move(resume_with));
-          }
-          Handler resume_with;
-        };
-        auto* chain = new Chain(std::move(handler));
+        auto* chain = new ChainOperation;
+        chain->caller = ParkedHandler::park(std::move(handler));
         chain->results = results;
         start_chain(chain, fd, writes, offload);
       },

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -27,6 +28,7 @@
 
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
+#include "engine/parked_handler.hpp"
 
 namespace sluice {
 
@@ -135,8 +137,7 @@ struct FileRing::ChainOperation {
     std::size_t index = 0;
   };
 
-  virtual ~ChainOperation() = default;
-  virtual void resume() = 0;
+  void resume() { caller->post(); }
 
   bool link_done(std::size_t index, int result, bool run) {
     results[index] = result;
@@ -150,6 +151,7 @@ struct FileRing::ChainOperation {
     return true;
   }
 
+  std::unique_ptr<ParkedHandler> caller;
   std::span<int> results;  // set to each write's length beforehand: a silent link's result
   std::vector<Link> links;
   bool silent_successes = false;
