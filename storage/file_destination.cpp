@@ -108,7 +108,10 @@ DestinationTraits FileDestination::traits() const {
   DestinationTraits traits;
   traits.known_zero = known_zero_;
   traits.zero_is_cheap = true;
-  traits.writes_in_flight = FileRing::max_chain;
+  // Short writes queued for a regular file's turn go out as one chain, so many may
+  // wait at once. A block device's buffered writes each take a turn (and an io-wq
+  // worker) of their own, so there the depth stays the bound.
+  if (!block_device_) traits.writes_in_flight = FileRing::max_chain;
   if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
   return traits;
 }
