@@ -13,9 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <span>
-
 #include <memory>
+#include <span>
 
 #include "engine/asio.hpp"
 #include "engine/credits.hpp"
