@@ -9,11 +9,14 @@
 
 make_image image.img $((1024 * 1024 + 4096))
 
-# receiver ADDRESS BYTES MODE: reads BYTES and closes (close), or closes with the last
-# 12 of them unread (reset).
+# receiver ADDRESS BYTES MODE [PORT_FILE]: reads BYTES and closes (close), or closes
+# with the last 12 of them unread (reset). A TCP receiver binds port 0 and writes the
+# port the kernel gave it to PORT_FILE once it listens: a port picked free beforehand
+# can be taken by a parallel test before it is bound.
 receiver() {
   $PY - "$@" <<'PYEOF' &
 import socket, sys
+import os
 address, total, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 if address.startswith("/"):
     server = socket.socket(socket.AF_UNIX)
@@ -24,6 +27,10 @@ else:
     host, port = address.rsplit(":", 1)
     server.bind((host, int(port)))
 server.listen(1)
+if len(sys.argv) > 4 and not address.startswith("/"):
+    with open(sys.argv[4] + ".tmp", "w") as f:
+        f.write(str(server.getsockname()[1]))
+    os.rename(sys.argv[4] + ".tmp", sys.argv[4])
 conn, _ = server.accept()
 # A receiver that gives up leaves bytes unread; closing then resets the connection
 # (TCP sends a reset, a Unix socket hands its peer ECONNRESET).
@@ -51,10 +58,16 @@ run_case() {  # run_case TRANSPORT PROTOCOL MODE
     raw) bytes=$((1024 * 1024 + 4096)) ;;
   esac
   case $transport in
-    tcp) port=$(free_port) address=127.0.0.1:$port dest=tcp://127.0.0.1:$port ;;
+    tcp) address=127.0.0.1:0 ;;
     unix) rm -f "$WORK/r.sock"; address=$WORK/r.sock dest=unix://$WORK/r.sock ;;
   esac
-  receiver "$address" "$bytes" "$mode"
+  rm -f "$WORK/port"
+  receiver "$address" "$bytes" "$mode" "$WORK/port"
+  if [ "$transport" = tcp ]; then
+    for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
+    [ -s "$WORK/port" ] || { fail "$name: the receiver did not say its port"; return; }
+    dest=tcp://127.0.0.1:$(cat "$WORK/port")
+  fi
   wait_listening "$dest" || { fail "$name: the receiver did not start"; return; }
   "$SLUICE" copy --protocol "$protocol" --request-size 1M image.img "$dest" >/dev/null 2>copy.log
   rc=$?
