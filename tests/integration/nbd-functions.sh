@@ -132,7 +132,7 @@ kill_when_busy() {
 
 # free_port: a TCP port nobody listens on right now.
 free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  "$PYTHON" "$(dirname "${BASH_SOURCE[0]}")/free_port.py"
 }
 
 # wait_for_file FILE [SECONDS]

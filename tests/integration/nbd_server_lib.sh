@@ -37,7 +37,7 @@ die() {
 pass() { echo "ok: $*"; }
 
 free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 "$(dirname "${BASH_SOURCE[0]}")/free_port.py"
 }
 
 # start_server LISTEN_URI ARGS...: runs `sluice serve --protocol nbd`, sets SERVER_PID,

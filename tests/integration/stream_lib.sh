@@ -19,7 +19,7 @@ pass() { echo "ok: $*"; }
 finish() { [ "$FAILURES" -eq 0 ] || { echo "$FAILURES failure(s)" >&2; exit 1; }; exit 0; }
 
 free_port() {
-  $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+  $PY "$SOURCE_ROOT/tests/integration/free_port.py"
 }
 
 . "$SOURCE_ROOT/tests/integration/listening.sh"
