@@ -31,8 +31,7 @@ awaitable<Status> PageCacheWriter::write(std::uint64_t offset, std::span<const s
       }
       co_await sleep(me.sleeper);
     }
-    // -ECANCELED: a write before it in the same chain failed, so it was never made.
-    if (me.result == -ECANCELED) continue;
+    if (me.not_made) continue;
     if (me.result < 0) co_return fail_at("write", me.offset, errno_code(-me.result));
     if (me.result == 0) co_return fail_at("write", me.offset, std::make_error_code(std::errc::io_error));
     written += static_cast<std::size_t>(me.result);  // the rest of a short write goes again
@@ -61,12 +60,16 @@ awaitable<void> PageCacheWriter::run_chain(std::span<Pending*> chain) {
   std::vector<FileRing::ChainedWrite> writes;
   writes.reserve(chain.size());
   for (const Pending* p : chain) writes.push_back({p->offset, p->bytes});
-  std::vector<int> results(chain.size(), -ECANCELED);
+  std::vector<int> results(chain.size());
   co_await ring_.write_chain(fd_, writes, results, true);
   ++chains_;
   chained_writes_ += chain.size();
   for (std::size_t i = 0; i < chain.size(); ++i) {
     chain[i]->result = results[i];
+    // A write after the first that reads -ECANCELED was never made: one before it
+    // failed or came up short. The first's own -ECANCELED is a real failure, reported
+    // like any other; retrying it could go on for ever.
+    chain[i]->not_made = i > 0 && results[i] == -ECANCELED;
     chain[i]->done = true;
     wake(chain[i]->sleeper);
   }

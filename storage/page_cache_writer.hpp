@@ -52,6 +52,7 @@ class PageCacheWriter {
     int result = 0;
     bool taken = false;  // in a chain under way
     bool done = false;
+    bool not_made = false;  // cancelled behind a failed write: goes again
     std::unique_ptr<ParkedHandler> sleeper;  // set while its writer sleeps
   };
 

@@ -15,8 +15,7 @@ make_image image.img $((1024 * 1024 + 4096))
 # can be taken by a parallel test before it is bound.
 receiver() {
   $PY - "$@" <<'PYEOF' &
-import socket, sys
-import os
+import os, socket, sys
 address, total, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 if address.startswith("/"):
     server = socket.socket(socket.AF_UNIX)
