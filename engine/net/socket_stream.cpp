@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/net/hard_close.hpp"
+#include "engine/net/send_buffer.hpp"
 #include "engine/net/tcp_info.hpp"
 #include "engine/uring/file_ring.hpp"
 
@@ -59,6 +60,7 @@ void apply_socket_options(Socket& socket, const StreamOptions& options) {
   if (family == AF_INET || family == AF_INET6) {
     int on = options.nodelay ? 1 : 0;
     ::setsockopt(socket.native_handle(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    if (options.fit_send_buffer) fit_send_buffer(socket.native_handle());
   }
   // Splices made on the loop thread itself (the NBD server's WRITE payloads) must never
   // block it, and on TCP only the socket's own O_NONBLOCK makes a splice from it return
