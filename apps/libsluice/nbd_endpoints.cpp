@@ -10,7 +10,10 @@ namespace {
 
 nbd::ClientOptions client_options(const EndpointOptions& options) {
   nbd::ClientOptions client;
+  // The endpoint's NODELAY and batching, with the client's own send-buffer choice.
+  const bool fit_send_buffer = client.stream.fit_send_buffer;
   client.stream = options.stream;
+  client.stream.fit_send_buffer = fit_send_buffer;
   client.connections = options.connections;
   client.threads = options.threads;
   client.timeout = options.timeout;

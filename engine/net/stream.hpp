@@ -56,8 +56,10 @@ struct StreamStats {
 struct StreamOptions {
   bool nodelay = true;            // TCP_NODELAY; Sluice batches itself
   // TCP: a send buffer fitted to the path's round trip (net/send_buffer.hpp) rather
-  // than the kernel's autotuned one.
-  bool fit_send_buffer = true;
+  // than the kernel's autotuned one. Off by default: the NBD client turns it on, where
+  // it was measured; the Chunked and raw senders keep the kernel's sizing, with which
+  // their socket-write and segment figures were taken.
+  bool fit_send_buffer = false;
   std::size_t batch_bytes = 1u << 20;  // most bytes one gathered write carries
   // A gathered write the peer takes none of for this long fails, and the stream is
   // aborted: a receiver that stopped reading must not hang the sender (0: wait forever).
