@@ -4,12 +4,19 @@
 // TRIM), flush and finish, and the exports it refuses before any data moves.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <ostream>  // doctest prints std::error_code through it
 #include <string>
 #include <vector>
 
+#include "engine/net/send_buffer.hpp"
+#include "engine/net/tcp_info.hpp"
 #include "engine/task_group.hpp"
 #include "protocols/nbd/client/nbd_destination.hpp"
 #include "tests/unit/nbd_fake_server.hpp"
@@ -188,4 +195,86 @@ TEST_CASE("NBD destination: a read-only or too small export is refused before an
   const std::uint16_t base = transmission_flag::has_flags | transmission_flag::send_flush;
   test::run(refused_on_stream(base | transmission_flag::read_only, 8 << 20, "is read-only"));
   test::run(refused_on_stream(base, 1 << 20, "holds 1048576 bytes, fewer than the source's 4194304"));
+}
+
+namespace {
+
+// The send buffer of this process's TCP socket connected to `port` on loopback, or -1.
+int send_buffer_of_connection_to(std::uint16_t port, int& fd_found) {
+  for (int fd = 3; fd < 1024; ++fd) {
+    sockaddr_in peer{};
+    socklen_t length = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0 || peer.sin_family != AF_INET) continue;
+    if (ntohs(peer.sin_port) != port) continue;
+    int value = -1;
+    socklen_t size = sizeof value;
+    if (::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, &size) != 0) return -1;
+    fd_found = fd;
+    return value;
+  }
+  return -1;
+}
+
+awaitable<Status> accept_and_record(Acceptor& acceptor, Socket& accepted, std::optional<FakeServer>& server,
+                                    Seen& seen) {
+  auto [ec] = co_await acceptor.async_accept(accepted, use_nothrow);
+  if (ec) co_return fail(ec, "accept");
+  server.emplace(std::move(accepted));
+  FakeServerOptions options;
+  options.size = 8 << 20;
+  co_return co_await record_until_disc(*server, options, seen);
+}
+
+// Opens a destination over TCP loopback and checks its socket's send buffer: fitted to
+// the path (twice what fitted_send_buffer asks, as Linux keeps) or the kernel's own.
+awaitable<void> send_buffer_over_tcp(bool fit) {
+  auto ex = co_await asio::this_coro::executor;
+  auto acceptor = listen_on(ex, NetAddress{NetAddress::Kind::tcp, "127.0.0.1", 0, {}});
+  REQUIRE(acceptor);
+  const std::uint16_t port = bound_port(*acceptor);
+  Socket accepted(ex);
+  TaskGroup serving(ex);
+  Seen seen;
+  std::optional<FakeServer> server;
+  serving.spawn(accept_and_record(*acceptor, accepted, server, seen));
+  Target target;
+  target.address = NetAddress{NetAddress::Kind::tcp, "127.0.0.1", port, {}};
+  target.export_name = "disk";
+  target.display = "nbd://127.0.0.1:" + std::to_string(port) + "/disk";
+  ClientOptions client;
+  CHECK(client.stream.fit_send_buffer);  // the client's default
+  client.stream.fit_send_buffer = fit;
+  client.connections = 1;
+  auto opened = co_await NbdDestination::open(target, 4 << 20, client);
+  REQUIRE(opened);
+  int fd = -1;
+  const int size = send_buffer_of_connection_to(port, fd);
+  REQUIRE(fd >= 0);
+  // The buffer was fitted at connect time; the least round trip can only have fallen
+  // since, so the fit for it now is the same size or smaller.
+  const std::size_t fitted_now = fitted_send_buffer(tcp_least_round_trip(fd), tcp_send_buffer_ceiling());
+  if (!fit) {
+    // Autotuning sized it for loopback's 64 KiB segments at the handshake: megabytes
+    // (4 MiB here), where a fit for a loopback round trip is a few hundred KiB.
+    CHECK(static_cast<std::size_t>(size) > (1u << 20));
+  } else if (fitted_now == 0) {
+    MESSAGE("loopback round trip too long to fit here: " << tcp_least_round_trip(fd).count() << " us");
+  } else {
+    // Linux keeps twice what is asked.
+    CHECK(size % 2 == 0);
+    CHECK(static_cast<std::size_t>(size) / 2 >= fitted_now);
+    CHECK(static_cast<std::size_t>(size) < tcp_send_buffer_ceiling());
+  }
+  CHECK(co_await (*opened)->finish());
+  CHECK(co_await (*opened)->close());
+  co_await serving.join();
+  REQUIRE_FALSE(seen.requests.empty());
+  CHECK(seen.requests.back().command == Command::disc);
+}
+
+}  // namespace
+
+TEST_CASE("NBD destination over TCP: the send buffer is fitted to the path unless the caller says not") {
+  test::run(send_buffer_over_tcp(true));
+  test::run(send_buffer_over_tcp(false));
 }
