@@ -7,6 +7,9 @@
 // Each stage is a coroutine; bounded channels couple them. Buffers from the lane's own
 // pool are the credit: the reader needs one to start a read and the writer's request
 // drops it when the destination is done, so the pool size bounds what is in flight.
+// Write slots bound the writes themselves; they matter where the destination lets go
+// of a buffer before its write completes, and there the pool bounds only how far the
+// reads run ahead (buffers_for).
 //
 // A copy runs one lane on the caller's loop, or several side by side (engine/copier.hpp
 // says when), each on a loop of its own, sharing nothing but the two endpoints, the

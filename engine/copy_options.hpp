@@ -45,6 +45,9 @@ struct CopyOptions {
   // runs in lanes).
   static constexpr std::size_t max_automatic_lanes = 4;
   static constexpr std::uint64_t default_stripe_size = 64ull << 20;
+  // Buffers a lane reads ahead into, from a local source, where the destination lets
+  // go of them once sent (buffers_for).
+  static constexpr std::size_t local_read_ahead_buffers = 2;
 
   // Requests in flight; also the number of buffers, so memory is depth x request_size.
   // 0: automatic (depth_for): default_depth, more when an end is a long round trip away.
@@ -104,6 +107,18 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
 // enough for them (docs/benchmarks.md) and spares a destination's disk a deeper queue:
 // on a long link the extra requests are on the wire, not at the disk.
 std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip);
+
+// The buffers a lane of `depth` requests reads into. Where the destination holds a
+// buffer until its write completes, the depth: the buffers are what bounds the writes.
+// Where it lets go once the bytes are sent and the source is local (no round trip),
+// local_read_ahead_buffers: more would only fill while every write slot waits for an
+// answer, and each payload then went out several reads after it was read, cold in the
+// caches (on loopback to nbdkit, 1.2-1.3x slower at more CPU on both ends:
+// docs/benchmarks.md, "Read ahead"). A local source needs no deep read queue: the page
+// cache answers at once, and the kernel reads a cold file ahead of sequential reads.
+// A source a round trip away keeps the depth, which covers its reads' round trips.
+std::size_t buffers_for(std::size_t depth, bool releases_buffers_when_sent,
+                        std::chrono::microseconds source_round_trip);
 
 // The stripe a lane claims at a time: stripe_size rounded up to whole requests and to
 // the alignment, so every stripe but the last ends on both. After settle_sizes.

@@ -40,6 +40,10 @@ struct DestinationTraits {
   // A network destination's measured round trip (zero: local, or not known). A long one
   // raises the automatic depth.
   std::chrono::microseconds round_trip{0};
+  // write() lets go of its buffer once the bytes are in the kernel, before the write
+  // completes (the NBD client: the server answers later). The copy's buffers then bound
+  // only how far reads run ahead of the sends; write slots bound the writes.
+  bool releases_buffers_when_sent = false;
 };
 
 enum class ZeroMode : std::uint8_t {

@@ -63,6 +63,31 @@ TEST_CASE("a copy lands every byte, within the depth, and reports completed prog
   CHECK(stats->bytes_written + stats->bytes_zeroed == image_size);
 }
 
+TEST_CASE("a destination that lets go of buffers once sent: a local source reads two ahead, a far one the depth") {
+  SUBCASE("local: the writes still fill the depth, on two buffers") {
+    MemorySource source(test::patterned(image_size, sample_map), sample_map);
+    test::SendingSink sink(image_size);
+    auto stats = test::run(copy(source, sink, small_requests()));
+    REQUIRE(stats);
+    CHECK(sink.image == test::patterned(image_size, sample_map));
+    CHECK(sink.max_in_flight > 2);
+    CHECK(sink.max_in_flight <= 4);
+    CHECK(stats->peak_buffers <= CopyOptions::local_read_ahead_buffers);
+    CHECK(source.max_in_flight <= CopyOptions::local_read_ahead_buffers);
+  }
+  SUBCASE("a round trip away: the reads keep the depth") {
+    MemorySource source(test::patterned(image_size, sample_map), sample_map);
+    source.far = std::chrono::milliseconds(1);
+    test::SendingSink sink(image_size);
+    auto stats = test::run(copy(source, sink, small_requests()));
+    REQUIRE(stats);
+    CHECK(sink.image == test::patterned(image_size, sample_map));
+    CHECK(stats->peak_buffers > CopyOptions::local_read_ahead_buffers);
+    CHECK(stats->peak_buffers <= 4);
+    CHECK(source.max_in_flight > CopyOptions::local_read_ahead_buffers);
+  }
+}
+
 TEST_CASE("the ownership check catches a buffer released before its write completes") {
   // The same copy as above through a sink with the field's bug must be caught, or
   // the check above proves nothing.

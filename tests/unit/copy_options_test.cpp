@@ -19,6 +19,15 @@ CopyOptions automatic(std::size_t request_size) {
 }
 }  // namespace
 
+TEST_CASE("buffers_for: the depth, but for a local source into a destination that lets go once sent") {
+  CHECK(buffers_for(4, false, microseconds(0)) == 4);
+  CHECK(buffers_for(4, false, milliseconds(1)) == 4);
+  CHECK(buffers_for(4, true, microseconds(0)) == CopyOptions::local_read_ahead_buffers);
+  CHECK(buffers_for(1, true, microseconds(0)) == 1);
+  CHECK(buffers_for(4, true, microseconds(30)) == 4);  // an NBD source, even on loopback
+  CHECK(buffers_for(24, true, milliseconds(20)) == 24);
+}
+
 TEST_CASE("depth_for: local and near ends keep the default depth") {
   CHECK(depth_for(automatic(2u << 20), microseconds(0)) == CopyOptions::default_depth);
   CHECK(depth_for(automatic(2u << 20), microseconds(200)) == CopyOptions::default_depth);

@@ -69,8 +69,10 @@ class MemorySource final : public Source {
   }
 
   void abort() override { aborted = true; }
+  std::chrono::microseconds round_trip() const override { return far; }
 
   BlockSizes sizes{};
+  std::chrono::microseconds far{0};  // nonzero: a source a round trip away
   int slice_fd = -1;
   std::optional<std::uint64_t> fail_read_at;
   // Reads still running when the copy aborts the source fail, and not as cancelled:
@@ -179,6 +181,22 @@ class EarlyReleaseSink final : public CheckingSink {
     if (std::memcmp(memory, expected.data(), expected.size()) != 0) ++corruptions;
     std::memcpy(image.data() + offset, memory, expected.size());
     co_return end(offset, expected.size());
+  }
+};
+
+// Takes the bytes and lets go of the buffer at once, as the NBD client does once they
+// are in the kernel, then holds the write as a server answering later would.
+class SendingSink final : public CheckingSink {
+ public:
+  explicit SendingSink(std::uint64_t size) : CheckingSink(size) { traits_.releases_buffers_when_sent = true; }
+  awaitable<Status> write(std::uint64_t offset, Buffer data) override {
+    const std::size_t length = data.size();
+    begin(offset, length);
+    largest_write = std::max<std::uint64_t>(largest_write, length);
+    std::memcpy(image.data() + offset, data.data().data(), length);
+    data = Buffer{};  // sent
+    co_await random_delay(rng, 300);  // the answer
+    co_return end(offset, length);
   }
 };
 

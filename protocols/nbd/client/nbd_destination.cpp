@@ -66,6 +66,7 @@ DestinationTraits NbdDestination::traits() const {
   traits.ordered = false;
   traits.block_sizes = facts().block_sizes;
   traits.round_trip = facts().round_trip;
+  traits.releases_buffers_when_sent = true;  // Connection::write drops it once sent
   traits.takes_lanes = true;
   return traits;
 }
