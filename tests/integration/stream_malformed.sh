@@ -316,7 +316,7 @@ check_http lf-http "HTTP/1.1 200 OK"
 # The crafted client waited for the receiver's close, which follows the flush.
 want=$(printf '77%.0s' $(seq 4096))
 [ "$($PY -c 'import sys; f=open(sys.argv[1],"rb"); f.seek(4096); print(f.read(4096).hex())' out.img)" = "$want" ] ||
-  fail "http lf-http: the chunk it sent is not in the output"
+  fail "http lf-http: the chunk it sent is not in the output; the receiver's log: $(tail -n 5 http.log)"
 wait_errors http.log 3
 grep -q "refused the HTTP request 'GET /import_raw_vdi'" http.log || fail "the GET refusal is not logged clearly"
 grep -q "Transfer-Encoding" http.log || fail "the Transfer-Encoding refusal is not logged clearly"
