@@ -66,6 +66,7 @@ TEST_CASE("a copy lands every byte, within the depth, and reports completed prog
 TEST_CASE("a destination that lets go of buffers once sent: a local source reads two ahead, a far one the depth") {
   SUBCASE("local: the writes still fill the depth, on two buffers") {
     MemorySource source(test::patterned(image_size, sample_map), sample_map);
+    source.read_delay = std::chrono::milliseconds(2);
     test::SendingSink sink(image_size);
     auto stats = test::run(copy(source, sink, small_requests()));
     REQUIRE(stats);
@@ -78,6 +79,7 @@ TEST_CASE("a destination that lets go of buffers once sent: a local source reads
   SUBCASE("a round trip away: the reads keep the depth") {
     MemorySource source(test::patterned(image_size, sample_map), sample_map);
     source.far = std::chrono::milliseconds(1);
+    source.read_delay = std::chrono::milliseconds(2);
     test::SendingSink sink(image_size);
     auto stats = test::run(copy(source, sink, small_requests()));
     REQUIRE(stats);

@@ -52,7 +52,12 @@ class MemorySource final : public Source {
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override {
     ++in_flight;
     max_in_flight = std::max(max_in_flight, in_flight);
-    co_await random_delay(rng, 200);
+    if (read_delay.count() > 0) {
+      asio::steady_timer slow(co_await asio::this_coro::executor, read_delay);
+      co_await slow.async_wait(use_nothrow);
+    } else {
+      co_await random_delay(rng, 200);
+    }
     --in_flight;
     if (fail_read_at && offset <= *fail_read_at && *fail_read_at < offset + into.size())
       co_return fail_at("read", offset, std::make_error_code(std::errc::io_error));
@@ -73,6 +78,8 @@ class MemorySource final : public Source {
 
   BlockSizes sizes{};
   std::chrono::microseconds far{0};  // nonzero: a source a round trip away
+  // Nonzero: every read takes exactly this long (reads overlap whenever they may).
+  std::chrono::microseconds read_delay{0};
   int slice_fd = -1;
   std::optional<std::uint64_t> fail_read_at;
   // Reads still running when the copy aborts the source fail, and not as cancelled:
