@@ -65,9 +65,11 @@ TEST_CASE("a copy lands every byte, within the depth, and reports completed prog
 
 TEST_CASE("a destination that lets go of buffers once sent: a local source reads two ahead, a far one the depth") {
   SUBCASE("local: the writes still fill the depth, on two buffers") {
+    // Answers slower than reads: the slots, not the buffers, are what the writes wait on.
     MemorySource source(test::patterned(image_size, sample_map), sample_map);
-    source.read_delay = std::chrono::milliseconds(2);
+    source.read_delay = std::chrono::microseconds(200);
     test::SendingSink sink(image_size);
+    sink.write_delay = std::chrono::milliseconds(5);
     auto stats = test::run(copy(source, sink, small_requests()));
     REQUIRE(stats);
     CHECK(sink.image == test::patterned(image_size, sample_map));

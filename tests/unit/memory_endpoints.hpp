@@ -202,7 +202,12 @@ class SendingSink final : public CheckingSink {
     largest_write = std::max<std::uint64_t>(largest_write, length);
     std::memcpy(image.data() + offset, data.data().data(), length);
     data = Buffer{};  // sent
-    co_await random_delay(rng, 300);  // the answer
+    if (write_delay.count() > 0) {  // the answer
+      asio::steady_timer slow(co_await asio::this_coro::executor, write_delay);
+      co_await slow.async_wait(use_nothrow);
+    } else {
+      co_await random_delay(rng, 300);
+    }
     co_return end(offset, length);
   }
 };
