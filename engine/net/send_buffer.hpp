@@ -5,7 +5,7 @@
 // megabytes ahead of a receiver it shares the CPUs with: the bytes wait in the
 // receiver's backlog, go cold in the caches, and both ends spend more CPU per byte.
 // A buffer that covers the path's bandwidth-delay product, and little more, loses no
-// throughput and keeps the two ends in step (measured: docs/benchmarks.md, "Send
+// throughput and keeps the two ends in step (measured: docs/benchmarks.md, "The send
 // buffer"). Long paths keep the kernel's autotuning.
 #pragma once
 
@@ -24,8 +24,9 @@ struct SendBufferFit {
 };
 
 // The SO_SNDBUF to ask for on a path with this least round trip, or 0 to leave the
-// kernel's autotuning alone: when the round trip is not known, or when the fitted size
-// would reach `ceiling` (tcp_wmem's maximum) anyway.
+// kernel's autotuning alone: when the round trip is not known, or when the buffer the
+// kernel would keep for it (twice the size asked) would reach `ceiling`, tcp_wmem's
+// maximum, anyway.
 std::size_t fitted_send_buffer(std::chrono::microseconds least_round_trip, std::size_t ceiling);
 
 // tcp_wmem's maximum, read once (4 MiB, Linux's default, if it cannot be read).

@@ -31,11 +31,10 @@ inline awaitable<Status> accept_tls(std::shared_ptr<TlsContext> tls, Socket sock
   co_return Status{};
 }
 
-// A connected pair over loopback TCP, optionally upgraded to TLS on both ends;
-// `client_stream` for the client's end.
+// A connected pair over loopback TCP, optionally upgraded to TLS on both ends.
 inline awaitable<Result<Pair>> connected_pair(std::shared_ptr<TlsContext> client_tls = nullptr,
                                        std::shared_ptr<TlsContext> server_tls = nullptr,
-                                       std::string hostname = "localhost", StreamOptions client_stream = {}) {
+                                       std::string hostname = "localhost") {
   auto ex = co_await asio::this_coro::executor;
   auto acceptor = listen_on(ex, NetAddress{NetAddress::Kind::tcp, "127.0.0.1", 0, {}});
   if (!acceptor) co_return tl::unexpected(acceptor.error());
@@ -50,14 +49,14 @@ inline awaitable<Result<Pair>> connected_pair(std::shared_ptr<TlsContext> client
   if (!*connected) co_return tl::unexpected(connected->error());
   Pair pair;
   if (!client_tls) {
-    pair.client = std::make_unique<SocketStream>(std::move(**connected), client_stream);
+    pair.client = std::make_unique<SocketStream>(std::move(**connected));
     pair.server = std::make_unique<SocketStream>(std::move(accepted));
     co_return pair;
   }
   std::optional<Result<std::unique_ptr<TlsStream>>> server_side;
   TaskGroup handshakes(ex);
   handshakes.spawn(accept_tls(server_tls, std::move(accepted), &server_side));
-  auto client_side = co_await TlsStream::handshake(client_tls, std::move(**connected), client_stream, hostname);
+  auto client_side = co_await TlsStream::handshake(client_tls, std::move(**connected), {}, hostname);
   co_await handshakes.join();
   if (!client_side) co_return tl::unexpected(client_side.error());
   if (!*server_side) co_return tl::unexpected(server_side->error());

@@ -199,18 +199,13 @@ TEST_CASE("NBD destination: a read-only or too small export is refused before an
 
 namespace {
 
-// The send buffer of this process's TCP socket connected to `port` on loopback, or -1.
-int send_buffer_of_connection_to(std::uint16_t port, int& fd_found) {
+// This process's TCP socket connected to `port` on loopback, or -1.
+int connection_to(std::uint16_t port) {
   for (int fd = 3; fd < 1024; ++fd) {
     sockaddr_in peer{};
     socklen_t length = sizeof peer;
     if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0 || peer.sin_family != AF_INET) continue;
-    if (ntohs(peer.sin_port) != port) continue;
-    int value = -1;
-    socklen_t size = sizeof value;
-    if (::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &value, &size) != 0) return -1;
-    fd_found = fd;
-    return value;
+    if (ntohs(peer.sin_port) == port) return fd;
   }
   return -1;
 }
@@ -247,9 +242,11 @@ awaitable<void> send_buffer_over_tcp(bool fit) {
   client.connections = 1;
   auto opened = co_await NbdDestination::open(target, 4 << 20, client);
   REQUIRE(opened);
-  int fd = -1;
-  const int size = send_buffer_of_connection_to(port, fd);
+  const int fd = connection_to(port);
   REQUIRE(fd >= 0);
+  int size = -1;
+  socklen_t size_length = sizeof size;
+  REQUIRE(::getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &size_length) == 0);
   // The buffer was fitted at connect time; the least round trip can only have fallen
   // since, so the fit for it now is the same size or smaller.
   const std::size_t fitted_now = fitted_send_buffer(tcp_least_round_trip(fd), tcp_send_buffer_ceiling());

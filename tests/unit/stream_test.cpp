@@ -189,11 +189,7 @@ TEST_CASE("TLS: a 2 MiB chunk with its header costs the minimum number of record
       auto server_tls = TlsContext::create(TlsRole::server, server_options);
       REQUIRE(client_tls);
       REQUIRE(server_tls);
-      // The kernel's own send buffer: a write is then cut short only by the batching
-      // under test, not by a buffer fitted to the loopback path (net/send_buffer.hpp).
-      StreamOptions kernel_sized;
-      kernel_sized.fit_send_buffer = false;
-      auto pair = co_await connected_pair(*client_tls, *server_tls, "localhost", kernel_sized);
+      auto pair = co_await connected_pair(*client_tls, *server_tls);
       if (!pair) co_return tl::unexpected(pair.error());
       std::vector<std::size_t> records;
       static_cast<TlsStream&>(*pair->client).observe_records([&](std::size_t r) { records.push_back(r); });

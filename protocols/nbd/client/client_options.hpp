@@ -25,7 +25,7 @@ struct ClientOptions {
   std::shared_ptr<TlsContext> tls_context;
   std::string tls_hostname;  // verified against the certificate; empty: chain only
   // The send buffer fitted to the path: on loopback, WRITEs to nbdkit went 1.2-1.4x
-  // faster than with the kernel's autotuned 4 MiB (docs/benchmarks.md, "Send buffer").
+  // faster than with the kernel's autotuned 4 MiB (docs/benchmarks.md, "The send buffer").
   StreamOptions stream{.fit_send_buffer = true};
 
   // Ask for structured replies (off: behave like a client that predates them).
