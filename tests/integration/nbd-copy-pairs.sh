@@ -93,6 +93,14 @@ grep -q ' Disconnect ' "$scratch/mem4.log" || fail "no clean disconnect"
 read_export "$uri" "$scratch/readback.img"
 same_content "$scratch/sparse.img" "$scratch/readback.img"
 
+log "--destination-is-zero is --prezeroed by its other name; the FLUSH stays"
+nbdkit_unix mem4b --filter=log memory 1G logfile="$scratch/mem4b.log"
+expect_copy --destination-is-zero "$scratch/sparse.img" "$uri"
+! grep -q ' Zero ' "$scratch/mem4b.log" || fail "--destination-is-zero still zeroed"
+grep -q ' Flush ' "$scratch/mem4b.log" || fail "a copy without --no-flush did not flush"
+read_export "$uri" "$scratch/readback.img"
+same_content "$scratch/sparse.img" "$scratch/readback.img"
+
 log "nbd -> nbd (TCP source, Unix destination)"
 nbdkit_unix mem5 memory 1G
 expect_copy "$unix_uri" "$uri"
