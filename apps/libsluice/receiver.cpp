@@ -54,6 +54,7 @@ Status check_nbd(const ReceiverOptions& o) {
 
 Status check_stream(ReceiverOptions& o) {
   if (o.output.empty()) return refuse("--protocol " + o.protocol + " needs --output PATH");
+  if (!o.http_paths.empty() && !o.http) return refuse("--http-path is for --http");
   if (!o.exports.empty()) return refuse("--export is for --protocol nbd");
   if (o.read_only) return refuse("--read-only is for --protocol nbd");
   if (!o.tls_mode.empty())

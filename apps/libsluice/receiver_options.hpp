@@ -54,6 +54,11 @@ struct ReceiverOptions {
   std::string output;  // where the image goes; "null:" keeps nothing (needs `size`)
   std::optional<std::uint64_t> size;  // default: the output's size
   bool http = false;                  // answer the xen-api import PUT first
+  // With `http`, each request says how its body is framed (a `chunked` cookie or query
+  // parameter, or a raw body), as xapi decides it; when `protocol_fixed` (serve's
+  // --protocol given), a request asking for the other framing is refused with 400.
+  bool protocol_fixed = false;
+  std::vector<std::string> http_paths;  // import paths besides /import_raw_vdi and /services/SM/data/
   std::chrono::seconds idle_timeout{300};  // drop a sender silent this long (0: never)
 
   // NBD.

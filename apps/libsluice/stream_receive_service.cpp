@@ -87,27 +87,35 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ReceiverOp
                  "the sender sent nothing for " + std::to_string(options->idle_timeout.count()) +
                      " seconds (--idle-timeout); dropped"};
   };
-  if (options->http) {
-    // The request head is the handshake of the HTTP import: bounded as a whole, as the
-    // TLS handshake is. --idle-timeout alone would let a client that sends a byte now
-    // and then hold the one slot a file output has for as long as it likes.
-    Deadline deadline(ex, options->handshake_timeout, stream->socket_fd(), stream.get());
-    auto request = co_await answer_http_import(reader);
-    deadline.disarm();
-    if (!request && deadline.fired())
-      co_return failed(Error{std::make_error_code(std::errc::timed_out),
-                             "the HTTP request did not arrive within " +
-                                 std::to_string(options->handshake_timeout.count()) +
-                                 " seconds (--handshake-timeout); dropped"});
-    if (!request) {
-      co_await stream->close();
-      co_return failed(idle.expired() ? idle_error() : request.error());
-    }
-  }
+  // The image's size first: the HTTP import judges a raw request's length against it
+  // before answering.
   auto size = image_size(*options);
   if (!size) {
     stream->reset();
     co_return failed(size.error());
+  }
+  ImportFraming framing = options->protocol == "raw" ? ImportFraming::raw : ImportFraming::chunked;
+  if (options->http) {
+    ImportPolicy policy;
+    policy.image_size = *size;
+    if (options->protocol_fixed) policy.framing = framing;
+    policy.paths = options->http_paths;
+    // The request head is the handshake of the HTTP import: bounded as a whole, as the
+    // TLS handshake is. --idle-timeout alone would let a client that sends a byte now
+    // and then hold the one slot a file output has for as long as it likes.
+    Deadline deadline(ex, options->handshake_timeout, stream->socket_fd(), stream.get());
+    auto accepted = co_await answer_http_import(reader, policy);
+    deadline.disarm();
+    if (!accepted && deadline.fired())
+      co_return failed(Error{std::make_error_code(std::errc::timed_out),
+                             "the HTTP request did not arrive within " +
+                                 std::to_string(options->handshake_timeout.count()) +
+                                 " seconds (--handshake-timeout); dropped"});
+    if (!accepted) {
+      co_await stream->close();
+      co_return failed(idle.expired() ? idle_error() : accepted.error());
+    }
+    framing = accepted->framing;
   }
   auto output = open_output(ex, *options, *size);
   if (!output) {
@@ -126,7 +134,7 @@ awaitable<Status> serve_connection(executor ex, std::shared_ptr<const ReceiverOp
   // Not a conditional expression: g++ 12 destroys the temporary of a co_await inside
   // `?:` twice.
   Result<ReceiveResult> result;
-  if (options->protocol == "raw")
+  if (framing == ImportFraming::raw)
     result = co_await receive_raw(reader, **output, receive);
   else
     result = co_await receive_chunked(reader, **output, receive);

@@ -5,6 +5,7 @@
 
 #include "protocols/chunked/chunk_header.hpp"
 #include "protocols/common/tls_sniff.hpp"
+#include "protocols/common/trailing_bytes.hpp"
 
 namespace sluice {
 
@@ -65,7 +66,18 @@ awaitable<Result<ReceiveResult>> receive_chunked(StreamReader& reader, Destinati
         failure = fail(std::errc::protocol_error, tls_on_plaintext_listener("tcp://"));
       break;
     }
-    if (header->is_terminator()) break;
+    if (header->is_terminator()) {
+      // Bytes behind the end marker: a sender that framed something else (a raw image
+      // starting with 12 zero bytes) or a stream cut and spliced. Not the image it meant.
+      auto more = co_await bytes_follow(reader, options.trailing_grace);
+      if (more && *more > 0)
+        failure = fail(std::errc::protocol_error,
+                       "bytes follow the Chunked end marker at stream byte " + std::to_string(at) + " (at least " +
+                           std::to_string(*more) + " more arrived after " + std::to_string(chunks) +
+                           " chunks): the sender did not send this Chunked stream; nothing is flushed or"
+                           " reported as done");
+      break;
+    }
     auto n = co_await receive_payload(reader, writer, *header, options.image_size);
     if (!n) {
       failure = tl::unexpected(Error{n.error().code, "chunk at offset " + std::to_string(header->offset) +

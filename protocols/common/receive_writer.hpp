@@ -39,9 +39,10 @@ struct ReceiveOptions {
   // Splice payloads from a plain socket into the output where it can take them
   // (serve --no-zero-copy turns it off).
   bool zero_copy = true;
-  // Raw: how long to wait after the image's last byte for the end of the stream; a
-  // byte instead fails the transfer (the sender's image is larger). The bytes of a
-  // larger image sit right behind that byte, in the socket or a round trip away; a
+  // How long to wait after the image's last byte (raw) or the end marker (Chunked) for
+  // the end of the stream; a byte instead fails the transfer (a larger image, or not
+  // the stream the sender meant). Such bytes sit right behind, in the socket or a
+  // round trip away; a
   // sender that keeps the connection open until the receiver closes (a TLS sender
   // does) costs this much per transfer.
   std::chrono::milliseconds trailing_grace{250};

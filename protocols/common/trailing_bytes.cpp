@@ -16,8 +16,8 @@ struct GraceState {
 
 }  // namespace
 
-awaitable<Result<bool>> bytes_follow(StreamReader& reader, std::chrono::milliseconds grace) {
-  if (reader.buffered() > 0) co_return true;
+awaitable<Result<std::size_t>> bytes_follow(StreamReader& reader, std::chrono::milliseconds grace) {
+  if (reader.buffered() > 0) co_return reader.buffered();
   auto state = std::make_shared<GraceState>();
   asio::steady_timer timer(co_await asio::this_coro::executor, grace);
   timer.async_wait([state, &stream = reader.stream()](const asio::error_code& ec) {
@@ -28,9 +28,9 @@ awaitable<Result<bool>> bytes_follow(StreamReader& reader, std::chrono::millisec
   auto more = co_await reader.peek();
   state->waiting = false;
   timer.cancel();
-  if (state->expired) co_return false;
+  if (state->expired) co_return 0;
   if (!more) co_return tl::unexpected(more.error());
-  co_return !more->empty();
+  co_return more->size();
 }
 
 }  // namespace sluice

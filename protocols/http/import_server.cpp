@@ -13,7 +13,7 @@ awaitable<Status> send_text(Stream& stream, const std::string& text) {
 
 }  // namespace
 
-awaitable<Result<HttpRequestHead>> answer_http_import(StreamReader& reader) {
+awaitable<Result<AcceptedImport>> answer_http_import(StreamReader& reader, const ImportPolicy& policy) {
   Stream& stream = reader.stream();
   HttpRequestParser parser;
   while (!parser.done()) {
@@ -33,16 +33,16 @@ awaitable<Result<HttpRequestHead>> answer_http_import(StreamReader& reader) {
     reader.consume(*taken);
   }
   const HttpRequestHead& request = parser.request();
-  ImportResponse response = decide_import_response(request);
+  ImportResponse response = decide_import_response(request, policy);
   Status sent = co_await send_text(stream, response.bytes);
   if (!response.accepted) {
     std::string line = response.bytes.substr(0, response.bytes.find("\r\n"));
     co_return fail(std::errc::protocol_error, "refused the HTTP request '" +
                                                   quote_for_message(request.method + " " + request.target) +
-                                                  "': answered '" + line + "'");
+                                                  "': answered '" + line + "': " + response.reason);
   }
   if (!sent) co_return tl::unexpected(sent.error());
-  co_return request;
+  co_return AcceptedImport{request, response.framing};
 }
 
 }  // namespace sluice

@@ -1,6 +1,6 @@
 // The receiver's half of the import handshake (`sluice serve --http`): read the
 // request head (body bytes read past it stay in the reader), answer as xapi's
-// /import_raw_vdi does, and say whether the body follows.
+// /import_raw_vdi does, and say how the body that follows is framed.
 #pragma once
 
 #include "engine/asio.hpp"
@@ -10,9 +10,14 @@
 
 namespace sluice {
 
-// Success: the request was a PUT without Transfer-Encoding, it was answered 200 and
-// the body follows in `reader`. Otherwise the refusal (400, 404, 405) has been sent
-// and the error names the request and the status.
-awaitable<Result<HttpRequestHead>> answer_http_import(StreamReader& reader);
+struct AcceptedImport {
+  HttpRequestHead request;
+  ImportFraming framing = ImportFraming::chunked;
+};
+
+// Success: the request was answered 200 and its body, framed as the request asked,
+// follows in `reader`. Otherwise the refusal (400, 404, 405) has been sent before a
+// byte of the body was read, and the error names the request and the reason.
+awaitable<Result<AcceptedImport>> answer_http_import(StreamReader& reader, const ImportPolicy& policy);
 
 }  // namespace sluice

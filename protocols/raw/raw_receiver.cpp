@@ -44,10 +44,11 @@ awaitable<Result<ReceiveResult>> receive_raw(StreamReader& reader, Destination& 
     // The whole image arrived. More bytes behind it mean the sender's image is larger,
     // and keeping its first `size` bytes would be a silently truncated disk.
     auto more = co_await bytes_follow(reader, options.trailing_grace);
-    if (more && *more)
+    if (more && *more > 0)
       outcome = fail(std::errc::file_too_large,
                      "the raw stream carries more than the image's " + std::to_string(size) +
-                         " bytes (--size): the sender's image is larger; its first " + std::to_string(size) +
+                         " bytes (--size): at least " + std::to_string(*more) +
+                         " more arrived, so the sender's image is larger; its first " + std::to_string(size) +
                          " bytes were written, nothing is flushed or reported as done");
   }
   Status written = co_await writer.drain();

@@ -4,7 +4,7 @@
   stream_craft.py HOST:PORT|/unix/path CASE
 
 Cases: truncated, header-cut, garbage, oversize, unaligned, out-of-bounds,
-dropped-mid-payload, non-put, transfer-encoding, http-garbage, good-http, lf-http, eager-http
+dropped-mid-payload, after-terminator, non-put, transfer-encoding, http-garbage, good-http, lf-http, eager-http
 (the request and the whole body in one write, so the receiver holds body bytes
 behind the headers before it starts on the payload: 4 KiB of 0xAB at 0, 1 MiB of
 0x5A at 1 MiB).
@@ -90,6 +90,13 @@ def main():
         status_line(s)
         s.sendall(chunk(4096, 4096, b"\x77") + b"\0" * 12)
         wait_for_close(s)
+    elif case == "after-terminator":
+        # A whole stream, then bytes behind its end marker.
+        s.sendall(good + b"\0" * 12 + b"\x99" * 700)
+        try:
+            wait_for_close(s)
+        except OSError:  # the receiver refuses the stream with a reset
+            pass
     elif case == "eager-http":
         s.sendall(b"PUT /import_raw_vdi?vdi=x HTTP/1.1\r\nhost: x\r\ncookie: chunked=true\r\n\r\n" + good +
                   chunk(1 << 20, 1 << 20, b"\x5a") + b"\0" * 12)

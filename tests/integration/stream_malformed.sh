@@ -133,14 +133,14 @@ started=$SECONDS
 $PY -c 'import socket, sys, time
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
 try:
-    for b in b"PUT /import HTTP/1.1\r\nhost: a\r\nx-slow: " + b"a" * 100:
+    for b in b"PUT /import_raw_vdi HTTP/1.1\r\nhost: a\r\nx-slow: " + b"a" * 100:
         s.send(bytes([b]))
         time.sleep(0.5)
 except OSError:
     pass' "$port"
 wait_errors head.log 1 300
 if grep -q "the HTTP request did not arrive within 2 seconds (--handshake-timeout); dropped" head.log &&
-    [ $((SECONDS - started)) -lt 30 ] && "$SLUICE" copy good.img "http://127.0.0.1:$port/import" 2>copy.log &&
+    [ $((SECONDS - started)) -lt 30 ] && "$SLUICE" copy good.img "http://127.0.0.1:$port/import_raw_vdi" 2>copy.log &&
     same_image good.img head.img; then
   pass "a client trickling its HTTP request is dropped after --handshake-timeout, the next one served"
 else

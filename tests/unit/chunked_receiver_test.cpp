@@ -140,6 +140,9 @@ TEST_CASE("Chunked receiver: every malformed stream ends with a clear error; wri
     cut_payload.assign(h->begin(), h->end());
     cut_payload.insert(cut_payload.end(), 1000, std::byte{0x22});
   }
+  std::vector<std::byte> after_terminator;
+  add_terminator(after_terminator);
+  after_terminator.insert(after_terminator.end(), 100, std::byte{0x33});
   std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   std::vector<std::byte> garbage(reinterpret_cast<const std::byte*>(http.data()),
                                  reinterpret_cast<const std::byte*>(http.data() + http.size()));
@@ -153,6 +156,8 @@ TEST_CASE("Chunked receiver: every malformed stream ends with a clear error; wri
       {"out of bounds", beyond, "beyond the image size"},
       {"zero length, not the terminator", zero_length, "zero length is only valid for the terminator"},
       {"garbage (an HTTP request without --http)", garbage, "chunk at offset"},
+      {"bytes after the terminator", after_terminator,
+       "bytes follow the Chunked end marker at stream byte 4108 (at least "},
   };
   for (const auto& c : cases) {
     CAPTURE(c.name);
@@ -164,6 +169,18 @@ TEST_CASE("Chunked receiver: every malformed stream ends with a clear error; wri
     CHECK(o.sink->image[4095] == std::byte{0x11});  // the good chunk before it was written
     CHECK_FALSE(o.sink->flushed);                   // and no success was implied
   }
+}
+
+TEST_CASE("Chunked receiver: a raw image that starts with 12 zero bytes is not taken for an empty stream") {
+  // What a raw sender into a Chunked receiver looks like: the zeros read as the end
+  // marker, and the rest of the image follows it.
+  std::vector<std::byte> raw(8192, std::byte{0});
+  raw[12] = std::byte{0x44};
+  auto o = receive(raw, 1u << 20);
+  REQUIRE_FALSE(o.result);
+  CHECK_MESSAGE(message(o).find("bytes follow the Chunked end marker at stream byte 0") != std::string::npos,
+                message(o));
+  CHECK_FALSE(o.sink->flushed);
 }
 
 TEST_CASE("Chunked receiver: a dropped connection mid-payload is an error naming the chunk") {

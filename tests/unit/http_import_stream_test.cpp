@@ -81,9 +81,12 @@ TEST_CASE("HTTP import, receiver: a PUT gets xapi's 200 and the Chunked body tha
   test::CheckingSink sink(4096);
   StreamReader reader(stream);
   auto task = [&]() -> awaitable<Status> {
-    auto request = co_await answer_http_import(reader);
-    if (!request) co_return tl::unexpected(request.error());
-    CHECK(request->path() == "/import_raw_vdi");
+    ImportPolicy policy;
+    policy.image_size = 4096;
+    auto accepted = co_await answer_http_import(reader, policy);
+    if (!accepted) co_return tl::unexpected(accepted.error());
+    CHECK(accepted->request.path() == "/import_raw_vdi");
+    CHECK(accepted->framing == ImportFraming::chunked);
     ReceiveOptions options;
     options.image_size = 4096;
     auto received = co_await receive_chunked(reader, sink, options);
@@ -103,15 +106,20 @@ TEST_CASE("HTTP import, receiver: other methods, Transfer-Encoding and garbage a
     const char* request;
     const char* status_line;
   };
-  for (const Case& c : {Case{"GET /import HTTP/1.1\r\nhost: h\r\n\r\n", "HTTP/1.1 405 Method Not Allowed"},
-                        Case{"PUT /import HTTP/1.1\r\nhost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
+  for (const Case& c : {Case{"GET /import_raw_vdi HTTP/1.1\r\nhost: h\r\n\r\n", "HTTP/1.1 405 Method Not Allowed"},
+                        Case{"PUT /import_raw_vdi HTTP/1.1\r\nhost: h\r\nTransfer-Encoding: chunked\r\n\r\n",
                              "HTTP/1.1 404 Transfer-Encoding Not Supported"},
+                        Case{"PUT /import HTTP/1.1\r\nhost: h\r\n\r\n", "HTTP/1.1 404 Not Found"},
+                        Case{"PUT /import_raw_vdi HTTP/1.1\r\nContent-Length: 512\r\n\r\n",
+                             "HTTP/1.1 400 Bad Request"},
                         Case{"\x01\x02\x03\x04garbage\r\n\r\n", "HTTP/1.1 400 Bad Request"}}) {
     CAPTURE(c.request);
     test::MemoryStream stream(bytes_of(c.request));
     StreamReader reader(stream);
-    auto request = test::run(answer_http_import(reader));
-    REQUIRE_FALSE(request);
+    ImportPolicy policy;
+    policy.image_size = 4096;
+    auto accepted = test::run(answer_http_import(reader, policy));
+    REQUIRE_FALSE(accepted);
     CHECK(text_of(stream.sent).rfind(c.status_line, 0) == 0);
   }
 }
