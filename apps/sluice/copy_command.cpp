@@ -1,6 +1,5 @@
 #include "apps/sluice/copy_command.hpp"
 
-#include <getopt.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,7 +10,7 @@
 
 #include "apps/libsluice/sluice.hpp"
 #include "apps/sluice/endpoint_flags.hpp"
-#include "apps/sluice/option_scan.hpp"
+#include "apps/sluice/option_table.hpp"
 #include "apps/sluice/option_values.hpp"
 #include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/stats_json.hpp"
@@ -21,67 +20,7 @@
 
 namespace sluice::cli {
 
-void copy_usage() {
-  std::printf(
-      "usage: sluice copy [options] SOURCE DESTINATION\n"
-      "\n"
-      "SOURCE and DESTINATION: a path or file:///path (regular file or block device), or an\n"
-      "NBD export: nbd://H[:P]/EXPORT, nbds://... (TLS required), nbd+unix:///EXPORT?socket=PATH,\n"
-      "nbds+unix://..., with ?tls-certificates=DIR, tls-psk-file=FILE, tls-hostname=NAME,\n"
-      "tls-verify-peer=false. DESTINATION may also be null: (read the source, keep nothing).\n"
-      "\n"
-      "  --depth N             requests in flight (default 8; more to an NBD server\n"
-      "                        far away: two round trips at 10 Gbit/s, up to 64 MiB)\n"
-      "  --request-size SIZE   bytes per request, e.g. 256k, 2M (default 1M; 2M when\n"
-      "                        the payload is spliced, never read by sluice)\n"
-      "  --lanes N             copy stripes of the image side by side, each on a thread\n"
-      "                        of its own, sharing --depth (default: one per CPU, up to\n"
-      "                        4, where both ends allow it: a local file to null:)\n"
-      "  --sparse=SIZE         zero-detection granularity in read data; 0 turns it off\n"
-      "                        (default 4k)\n"
-      "  --prezeroed, --destination-is-zero\n"
-      "                        the destination already reads as zeros: skip zero ranges\n"
-      "  --allocated           zeroed ranges stay allocated (no holes; NBD: NO_HOLE)\n"
-      "  --direct              O_DIRECT for local files (bypass the page cache)\n"
-      "  --no-flush            do not flush the destination at the end\n"
-      "  --no-zero-copy        copy file data through memory even where it could be\n"
-      "                        spliced (to a file, a plain Chunked/raw socket)\n"
-      "  --zero-copy           splice wherever possible, NBD destinations too (there\n"
-      "                        buffered WRITEs measured faster, so not by default)\n"
-      "  --progress[=bar|json|xapi]\n"
-      "                        bar (stderr, default on a terminal), json lines (stderr),\n"
-      "                        or xen-api's 000..100 digits on stdout\n"
-      "  --stats               print a JSON summary at the end (stdout; stderr with\n"
-      "                        --progress=xapi)\n"
-      "\n"
-      "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n"
-      "%s"
-      "\n"
-      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: the requests in flight are waited\n"
-      "for, then it exits 1. A second one exits 1 at once, without waiting.\n"
-      "\n"
-      "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
-      "2 on a usage error (a malformed or unknown SOURCE or DESTINATION included).\n",
-      endpoint_flags_help);
-}
-
 namespace {
-
-enum Option {
-  opt_depth = 256,
-  opt_request_size,
-  opt_sparse,
-  opt_prezeroed,
-  opt_allocated,
-  opt_direct,
-  opt_lanes,
-  opt_no_flush,
-  opt_no_zero_copy,
-  opt_zero_copy,
-  opt_progress,
-  opt_stats,
-  opt_help,
-};
 
 struct CopyRequest {
   std::string source;
@@ -92,87 +31,102 @@ struct CopyRequest {
   bool stats = false;
 };
 
+// `sluice copy`'s options, filling `r`.
+OptionTable copy_options(CopyRequest& r) {
+  OptionTable table(
+      "usage: sluice copy [options] SOURCE DESTINATION\n"
+      "\n"
+      "SOURCE and DESTINATION: a path or file:///path (regular file or block device), or an\n"
+      "NBD export: nbd://H[:P]/EXPORT, nbds://... (TLS required), nbd+unix:///EXPORT?socket=PATH,\n"
+      "nbds+unix://..., with ?tls-certificates=DIR, tls-psk-file=FILE, tls-hostname=NAME,\n"
+      "tls-verify-peer=false. DESTINATION may also be null: (read the source, keep nothing).\n"
+      "\n");
+  CopyOptions& copy = r.copy;
+  table.add({{"depth"}, Takes::value, "N",
+             "requests in flight (default 8; more to an NBD server\n"
+             "far away: two round trips at 10 Gbit/s, up to 64 MiB)",
+             [&copy](const char* value) {
+               auto depth = count_argument("depth", value);
+               if (depth == 0 || depth > 1024) throw UsageError("--depth must be between 1 and 1024");
+               copy.depth = static_cast<std::size_t>(depth);
+             }});
+  table.add({{"request-size"}, Takes::value, "SIZE",
+             "bytes per request, e.g. 256k, 2M (default 1M; 2M when\n"
+             "the payload is spliced, never read by sluice)",
+             [&copy](const char* value) {
+               auto size = size_argument("request-size", value);
+               if (size < 4096 || size > (32u << 20) || size % 4096 != 0)
+                 throw UsageError("--request-size must be a multiple of 4k between 4k and 32M");
+               copy.request_size = static_cast<std::size_t>(size);
+             }});
+  table.add({{"lanes"}, Takes::value, "N",
+             "copy stripes of the image side by side, each on a thread\n"
+             "of its own, sharing --depth (default: one per CPU, up to\n"
+             "4, where both ends allow it: a local file to null:)",
+             [&copy](const char* value) {
+               auto lanes = count_argument("lanes", value);
+               if (lanes == 0 || lanes > 64) throw UsageError("--lanes must be between 1 and 64");
+               copy.lanes = static_cast<std::size_t>(lanes);
+             }});
+  table.add({{"sparse"}, Takes::value, "=SIZE",
+             "zero-detection granularity in read data; 0 turns it off\n"
+             "(default 4k)",
+             [&copy](const char* value) {
+               auto size = size_argument("sparse", value);
+               // Whole sectors: zero runs become requests that every destination can address.
+               if (size != 0 && (size < 512 || size > (32u << 20) || size % 512 != 0))
+                 throw UsageError("--sparse must be 0 (off) or a multiple of 512 from 512 to 32M");
+               copy.sparse = static_cast<std::size_t>(size);
+             }});
+  table.add({{"prezeroed", "destination-is-zero", "target-is-zero"}, Takes::nothing, "",
+             "the destination already reads as zeros: skip zero ranges",
+             [&copy](const char*) { copy.destination_is_zero = true; }});
+  table.add({{"allocated"}, Takes::nothing, "", "zeroed ranges stay allocated (no holes; NBD: NO_HOLE)",
+             [&copy](const char*) { copy.allocated = true; }});
+  table.add({{"direct"}, Takes::nothing, "", "O_DIRECT for local files (bypass the page cache)",
+             [&r](const char*) { r.endpoints.file.direct = true; }});
+  table.add({{"no-flush"}, Takes::nothing, "", "do not flush the destination at the end",
+             [&copy](const char*) { copy.flush = false; }});
+  table.add({{"no-zero-copy"}, Takes::nothing, "",
+             "copy file data through memory even where it could be\n"
+             "spliced (to a file, a plain Chunked/raw socket)",
+             [&copy](const char*) { copy.zero_copy = ZeroCopy::never; }});
+  table.add({{"zero-copy"}, Takes::nothing, "",
+             "splice wherever possible, NBD destinations too (there\n"
+             "buffered WRITEs measured faster, so not by default)",
+             [&copy](const char*) { copy.zero_copy = ZeroCopy::always; }});
+  table.add({{"progress"}, Takes::optional_value, "[=bar|json|xapi]",
+             "bar (stderr, default on a terminal), json lines (stderr),\n"
+             "or xen-api's 000..100 digits on stdout",
+             [&r](const char* value) {
+               auto style = parse_progress_style(value ? value : "", isatty(STDERR_FILENO) != 0);
+               if (!style) throw UsageError(std::string("--progress: unknown style '") + value + "'");
+               r.progress = *style;
+             }});
+  table.add({{"stats"}, Takes::nothing, "",
+             "print a JSON summary at the end (stdout; stderr with\n"
+             "--progress=xapi)",
+             [&r](const char*) { r.stats = true; }});
+  table.text("\nNetwork destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n");
+  table.add(endpoint_flags(r.endpoints));
+  table.text(
+      "\n"
+      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: the requests in flight are waited\n"
+      "for, then it exits 1. A second one exits 1 at once, without waiting.\n"
+      "\n"
+      "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
+      "2 on a usage error (a malformed or unknown SOURCE or DESTINATION included).\n");
+  return table;
+}
+
 CopyRequest parse(int argc, char** argv) {
-  std::vector<struct option> options = {
-      {"depth", required_argument, nullptr, opt_depth},
-      {"request-size", required_argument, nullptr, opt_request_size},
-      {"sparse", required_argument, nullptr, opt_sparse},
-      {"prezeroed", no_argument, nullptr, opt_prezeroed},
-      {"destination-is-zero", no_argument, nullptr, opt_prezeroed},
-      {"target-is-zero", no_argument, nullptr, opt_prezeroed},
-      {"allocated", no_argument, nullptr, opt_allocated},
-      {"direct", no_argument, nullptr, opt_direct},
-      {"lanes", required_argument, nullptr, opt_lanes},
-      {"no-flush", no_argument, nullptr, opt_no_flush},
-      {"no-zero-copy", no_argument, nullptr, opt_no_zero_copy},
-      {"zero-copy", no_argument, nullptr, opt_zero_copy},
-      {"progress", optional_argument, nullptr, opt_progress},
-      {"stats", no_argument, nullptr, opt_stats},
-      {"help", no_argument, nullptr, opt_help},
-  };
-  options.insert(options.end(), endpoint_flags().begin(), endpoint_flags().end());
-  options.push_back({nullptr, 0, nullptr, 0});
   CopyRequest request;
-  begin_option_scan();
-  int c;
-  while ((c = getopt_long(argc, argv, short_options, options.data(), nullptr)) != -1) {
-    switch (c) {
-      case opt_depth: {
-        auto depth = count_argument("depth", optarg);
-        if (depth == 0 || depth > 1024) throw UsageError("--depth must be between 1 and 1024");
-        request.copy.depth = static_cast<std::size_t>(depth);
-        break;
-      }
-      case opt_lanes: {
-        auto lanes = count_argument("lanes", optarg);
-        if (lanes == 0 || lanes > 64) throw UsageError("--lanes must be between 1 and 64");
-        request.copy.lanes = static_cast<std::size_t>(lanes);
-        break;
-      }
-      case opt_request_size: {
-        auto size = size_argument("request-size", optarg);
-        if (size < 4096 || size > (32u << 20) || size % 4096 != 0)
-          throw UsageError("--request-size must be a multiple of 4k between 4k and 32M");
-        request.copy.request_size = static_cast<std::size_t>(size);
-        break;
-      }
-      case opt_sparse: {
-        auto size = size_argument("sparse", optarg);
-        // Whole sectors: zero runs become requests that every destination can address.
-        if (size != 0 && (size < 512 || size > (32u << 20) || size % 512 != 0))
-          throw UsageError("--sparse must be 0 (off) or a multiple of 512 from 512 to 32M");
-        request.copy.sparse = static_cast<std::size_t>(size);
-        break;
-      }
-      case opt_prezeroed: request.copy.destination_is_zero = true; break;
-      case opt_allocated: request.copy.allocated = true; break;
-      case opt_direct: request.endpoints.file.direct = true; break;
-      case opt_no_flush: request.copy.flush = false; break;
-      case opt_no_zero_copy: request.copy.zero_copy = ZeroCopy::never; break;
-      case opt_zero_copy: request.copy.zero_copy = ZeroCopy::always; break;
-      case opt_progress: {
-        auto style = parse_progress_style(optarg ? optarg : "", isatty(STDERR_FILENO) != 0);
-        if (!style) throw UsageError(std::string("--progress: unknown style '") + optarg + "'");
-        request.progress = *style;
-        break;
-      }
-      case opt_stats: request.stats = true; break;
-      case opt_help:
-      case 'h': copy_usage(); std::exit(exit_ok);
-      case '?':
-      default: {
-        if (apply_endpoint_flag(c, optarg, request.endpoints)) break;
-        std::string bad = argv[optind - 1] ? argv[optind - 1] : "?";
-        throw UsageError("unknown or incomplete option '" + bad + "'");
-      }
-    }
-  }
-  if (argc - optind < 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
-  if (argc - optind > 2)
-    throw UsageError(std::string("copy takes one SOURCE and one DESTINATION; unexpected argument '") +
-                     argv[optind + 2] + "'");
-  request.source = argv[optind];
-  request.destination = argv[optind + 1];
+  const std::vector<std::string> operands = copy_options(request).parse(argc, argv);
+  if (operands.size() < 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
+  if (operands.size() > 2)
+    throw UsageError("copy takes one SOURCE and one DESTINATION; unexpected argument '" + operands[2] + "'");
+  request.source = operands[0];
+  request.destination = operands[1];
   if (request.source.empty() || request.destination.empty())
     throw UsageError("SOURCE and DESTINATION must not be empty");
   return request;

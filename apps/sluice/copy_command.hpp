@@ -4,6 +4,5 @@ namespace sluice::cli {
 
 // sluice copy [options] SOURCE DESTINATION
 int copy_command(int argc, char** argv);
-void copy_usage();
 
 }  // namespace sluice::cli

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "apps/libsluice/sluice.hpp"
+#include "apps/sluice/option_table.hpp"
 #include "apps/sluice/progress_reporter.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/unique_fd.hpp"
@@ -131,25 +132,20 @@ int demo_command(int argc, char** argv) {
   std::uint64_t size = 4ull << 30;
   bool keep = false;
   std::string dir;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--size" && i + 1 < argc) {
-      auto parsed = parse_size(argv[++i]);
-      if (!parsed || *parsed < extent_size) throw UsageError("--size: give at least 2M");
-      size = *parsed;
-    } else if (arg == "--dir" && i + 1 < argc) {
-      dir = argv[++i];
-    } else if (arg == "--keep") {
-      keep = true;
-    } else if (arg == "--help" || arg == "-h") {
-      std::puts("usage: sluice demo [--size SIZE] [--dir DIR] [--keep]\n\n"
-                "Generates a sparse image (default 4G) with scattered random data, copies it\n"
-                "with sluice's engine, verifies the copy's SHA-256 and prints the throughput.");
-      return exit_ok;
-    } else {
-      throw UsageError("unknown demo option '" + std::string(arg) + "'");
-    }
-  }
+  OptionTable table(
+      "usage: sluice demo [--size SIZE] [--dir DIR] [--keep]\n\n"
+      "Generates a sparse image (default 4G) with scattered random data, copies it\n"
+      "with sluice's engine, verifies the copy's SHA-256 and prints the throughput.\n\n");
+  table.add({{"size"}, Takes::value, "SIZE", "the image's size (default 4G, at least 2M)", [&size](const char* value) {
+    auto parsed = parse_size(value);
+    if (!parsed || *parsed < extent_size) throw UsageError("--size: give at least 2M");
+    size = *parsed;
+  }});
+  table.add({{"dir"}, Takes::value, "DIR", "work here (default: a new directory under $TMPDIR)",
+             [&dir](const char* value) { dir = value; }});
+  table.add({{"keep"}, Takes::nothing, "", "keep both images afterwards", [&keep](const char*) { keep = true; }});
+  if (auto operands = table.parse(argc, argv); !operands.empty())
+    throw UsageError("demo takes no operands; unexpected argument '" + operands[0] + "'");
   // Only what the demo made is removed afterwards: its two images, and the directory
   // if the demo created it. Existing images in a given --dir are refused, not replaced.
   bool made_dir = false;

@@ -1,7 +1,5 @@
 #include "apps/sluice/info_command.hpp"
 
-#include <getopt.h>
-
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -9,7 +7,7 @@
 
 #include "apps/libsluice/sluice.hpp"
 #include "apps/sluice/endpoint_flags.hpp"
-#include "apps/sluice/option_scan.hpp"
+#include "apps/sluice/option_table.hpp"
 #include "apps/sluice/json_writer.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/printable.hpp"
@@ -59,38 +57,20 @@ awaitable<Result<ImageInfo>> gather(std::string uri, EndpointOptions options) {
 
 }  // namespace
 
-enum InfoOption { opt_json = 256, opt_help };
-
 int info_command(int argc, char** argv) {
-  std::vector<struct option> options = {
-      {"json", no_argument, nullptr, opt_json},
-      {"help", no_argument, nullptr, opt_help},
-  };
-  options.insert(options.end(), endpoint_flags().begin(), endpoint_flags().end());
-  options.push_back({nullptr, 0, nullptr, 0});
   bool json = false;
   EndpointOptions endpoints;
   endpoints.connections = 1;  // reading a map needs no second connection unless asked
-  begin_option_scan();
-  int c;
-  while ((c = getopt_long(argc, argv, short_options, options.data(), nullptr)) != -1) {
-    if (c == opt_json) {
-      json = true;
-    } else if (c == opt_help || c == 'h') {
-      std::printf("usage: sluice info [--json] [options] SOURCE\n\n"
-                  "Prints the image's size, format, allocated bytes and extent map. SOURCE is\n"
-                  "anything `sluice copy` reads; the options say how to reach it:\n\n%s",
-                  endpoint_flags_help);
-      return exit_ok;
-    } else if (!apply_endpoint_flag(c, optarg, endpoints)) {
-      std::string bad = argv[optind - 1] ? argv[optind - 1] : "?";
-      throw UsageError("unknown or incomplete option '" + bad + "'");
-    }
-  }
-  if (argc - optind > 1)
-    throw UsageError(std::string("info takes one SOURCE; unexpected argument '") + argv[optind + 1] + "'");
-  if (argc - optind < 1) throw UsageError("info needs a SOURCE");
-  const std::string uri = argv[optind];
+  OptionTable table(
+      "usage: sluice info [--json] [options] SOURCE\n\n"
+      "Prints the image's size, format, allocated bytes and extent map. SOURCE is\n"
+      "anything `sluice copy` reads; the options say how to reach it:\n\n");
+  table.add({{"json"}, Takes::nothing, "", "print one JSON object", [&json](const char*) { json = true; }});
+  table.add(endpoint_flags(endpoints));
+  const std::vector<std::string> operands = table.parse(argc, argv);
+  if (operands.size() > 1) throw UsageError("info takes one SOURCE; unexpected argument '" + operands[1] + "'");
+  if (operands.empty()) throw UsageError("info needs a SOURCE");
+  const std::string uri = operands[0];
   if (uri.empty()) throw UsageError("SOURCE must not be empty");
   if (Status ok = check_source(uri, endpoints); !ok) throw UsageError(ok.error().message);
   check_tls_flags_used(endpoints, {uri});
