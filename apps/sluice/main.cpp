@@ -1,4 +1,4 @@
-// sluice: move disk images. Subcommands: copy, info, demo.
+// sluice: move disk images. Subcommands: copy, info, serve, demo.
 #include <sys/resource.h>
 
 #include <csignal>
