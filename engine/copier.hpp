@@ -7,9 +7,8 @@
 // than one stripe, the copy runs several lanes side by side, each on a loop and thread
 // of its own (the destination's, where it names its own: Destination::lane_loops),
 // claiming stripes of the image in turn and sharing the depth. A lane's thread then
-// does its own page-cache copies instead of handing each read to a kernel worker: on
-// a host where that hand-off costs tens of microseconds of CPU, two lanes read a
-// cached file about 1.4x as fast as one lane (docs/benchmarks.md).
+// does its own page-cache copies instead of handing each read to a kernel worker, a
+// hand-off that costs CPU on every read (docs/benchmarks.md, section "Lanes").
 #pragma once
 
 #include "engine/asio.hpp"

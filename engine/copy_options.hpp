@@ -1,4 +1,5 @@
-// Knobs of one copy. Defaults are the measured ones (docs/benchmarks.md).
+// Knobs of one copy. Defaults are the measured ones (docs/benchmarks.md, section
+// "Why the defaults are what they are").
 #pragma once
 
 #include <chrono>
@@ -33,11 +34,9 @@ struct CopyOptions {
   static constexpr std::size_t latency_in_flight_limit = 64u << 20;
   // Bytes per data request, unless set: smaller where this process touches the payload
   // (reads it into a buffer, scans it, copies or encrypts it), so the default depth's
-  // requests (8 MiB in all) stay in the last-level cache between those passes; 2 MiB
-  // requests (16 MiB in flight) made such copies 15-25% slower on an AMD EPYC host and
-  // no faster on an Intel Xeon one. Where the payload goes by reference (spliced), the
-  // CPU never reads it and per-request costs dominate: 2 MiB (1 MiB was 10-13% slower
-  // there). docs/benchmarks.md has the runs.
+  // requests (8 MiB in all) stay in the last-level cache between those passes. Where
+  // the payload goes by reference (spliced), the CPU never reads it and per-request
+  // costs dominate: 2 MiB (docs/benchmarks.md, section "Request size").
   static constexpr std::size_t buffered_request_size = 1u << 20;
   static constexpr std::size_t spliced_request_size = 2u << 20;
   static constexpr std::size_t default_sparse = 4096;
@@ -104,7 +103,8 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
 // round trips at latency_link_bytes_per_second (a request's reply is a round trip
 // behind it, and queueing in the path adds about as much again), at most
 // latency_in_flight_limit bytes. Near ends keep default_depth, which was measured as
-// enough for them (docs/benchmarks.md) and spares a destination's disk a deeper queue:
+// enough for them (docs/benchmarks.md, section "Depth") and spares a destination's
+// disk a deeper queue:
 // on a long link the extra requests are on the wire, not at the disk.
 std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip);
 
@@ -113,8 +113,8 @@ std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds roun
 // Where it lets go once the bytes are sent and the source is local (no round trip),
 // local_read_ahead_buffers: more would only fill while every write slot waits for an
 // answer, and each payload then went out several reads after it was read, cold in the
-// caches (on loopback to nbdkit, 1.2-1.3x slower at more CPU on both ends:
-// docs/benchmarks.md, "Read ahead"). A local source needs no deep read queue: the page
+// caches, slower at more CPU on both ends (docs/benchmarks.md, section "Read ahead").
+// A local source needs no deep read queue: the page
 // cache answers at once, and the kernel reads a cold file ahead of sequential reads.
 // A source a round trip away keeps the depth, which covers its reads' round trips.
 std::size_t buffers_for(std::size_t depth, bool releases_buffers_when_sent,

@@ -4,9 +4,9 @@
 // Scanning in place saves the copy into a buffer that a buffered read makes, and pays
 // for mapping every page instead. On most hosts mapping a page is the cheaper of the
 // two by far; on a VM whose hypervisor shadows its page tables, the first touch of
-// each mapped page traps: 2.1-2.6 us per 4 KiB page against 0.6-0.7 us to copy it
-// (AMD EPYC host, 12-05; docs/benchmarks.md), and a file -> file copy ran 1.5x slower
-// in place than buffered. The probe measures both costs on the copy's own data and
+// each mapped page traps, costs more than copying it, and a copy runs slower in place
+// than buffered (docs/benchmarks.md, section "Zero detection through a mapping").
+// The probe measures both costs on the copy's own data and
 // says when to give way.
 #pragma once
 

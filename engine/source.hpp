@@ -1,5 +1,5 @@
 // Source: one of the two halves of the ops table the copier drives. A file, a block
-// device, an NBD export or a VHD chain all look the same from here.
+// device or an NBD export all look the same from here.
 #pragma once
 
 #include <chrono>

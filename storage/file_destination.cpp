@@ -169,9 +169,9 @@ awaitable<Status> FileDestination::write_behind(std::uint64_t offset, std::uint6
   //
   // Writeback starts once the writes since it last started add up to a request's worth,
   // over the span they cover. An image with scattered zero blocks becomes tens of
-  // thousands of small writes with holes between them; a sync_file_range for each
-  // (98,746 for 2 GiB with a quarter of its 4 KiB blocks zero) made that copy take
-  // 10.3 s instead of 6.4 (benchmarks.md, sweep-sparse). Writes of a request's size
+  // thousands of small writes with holes between them, and a sync_file_range for each
+  // made that copy much slower (docs/benchmarks.md, section "Choosing the default
+  // zero-detection granularity (--sparse)"). Writes of a request's size
   // still start it one by one.
   if (unkicked_bytes_ == 0) {
     unkicked_begin_ = offset;

@@ -70,7 +70,7 @@ awaitable<Status> FileSource::read(std::uint64_t offset, std::span<std::byte> in
                  reinterpret_cast<std::uintptr_t>(into.data()) % direct_alignment == 0;
   // One lane: page-cache reads go to the kernel's workers, so another core copies
   // while this loop keeps the pipeline fed. Lanes: each lane's own thread copies, and
-  // the hand-off to a worker (tens of microseconds of CPU on some hosts) is saved.
+  // the hand-off to a worker is saved (docs/benchmarks.md, section "Lanes").
   // O_DIRECT reads are asynchronous by nature.
   // Not a co_await inside ?: (g++ 12 can destroy such a temporary twice).
   const executor here = co_await asio::this_coro::executor;

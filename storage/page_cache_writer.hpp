@@ -4,8 +4,9 @@
 // A regular file's buffered writes are serialised by the kernel on the inode lock, so
 // they go one turn at a time (several io-wq workers at once only spin on that lock).
 // One at a time, though, each write was a trip to a worker and back to this thread
-// before the next could start, about 30 us: an image with a quarter of its 4 KiB
-// blocks zero breaks into some 100,000 short writes and spent seconds on those trips.
+// before the next could start: an image with scattered zero blocks breaks into tens of
+// thousands of short writes and spent most of its time on those trips
+// (docs/benchmarks.md, section "Page-cache writes in chains").
 // Writes that queue while a turn is taken now go as one chain, which one worker runs
 // back to back.
 #pragma once

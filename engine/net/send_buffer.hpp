@@ -5,7 +5,7 @@
 // megabytes ahead of a receiver it shares the CPUs with: the bytes wait in the
 // receiver's backlog, go cold in the caches, and both ends spend more CPU per byte.
 // A buffer that covers the path's bandwidth-delay product, and little more, loses no
-// throughput and keeps the two ends in step (measured: docs/benchmarks.md, "The send
+// throughput and keeps the two ends in step (docs/benchmarks.md, section "The send
 // buffer"). Long paths keep the kernel's autotuning.
 #pragma once
 

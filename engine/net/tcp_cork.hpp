@@ -4,8 +4,8 @@
 // MSG_MORE alone is not enough: it holds the tail only within its own sendmsg. When an
 // ACK frees room after that call returned, the kernel transmits the queue with the
 // socket's own setting, and under TCP_NODELAY that sends the partial tail at once;
-// the next write then starts a new segment. Measured on a TLS stream (4 GiB over
-// loopback), 2-6% more segments than the bytes needed, varying from run to run.
+// the next write then starts a new segment, so a stream takes more segments than its
+// bytes need (docs/benchmarks.md, section "TCP_CORK while frames are queued").
 // TCP_CORK is the socket's own setting, so it holds across ACKs until released (or
 // for at most 200 ms, the kernel's limit).
 #pragma once

@@ -46,8 +46,8 @@ std::string openssl_errors();
 
 // What a context offers and, as a server, prefers when TlsOptions leaves the choice open.
 // AES-128-GCM first, where OpenSSL lists AES-256-GCM first. A disk image costs the
-// cipher on every byte, and AES-128 runs about 1.5x as fast as AES-256 (`openssl
-// speed -evp`, 16 KiB blocks: 4.2 against 2.7 GB/s on the benchmark machine); it is
+// cipher on every byte, and AES-128 is the cheaper of the two (docs/benchmarks.md,
+// section "AES-128-GCM first"); it is
 // the suite RFC 8446 makes mandatory to implement. The rest of OpenSSL's choices stay,
 // in its order. The TLS 1.2 list is spelled out because DEFAULT may only begin a list;
 // `ALL:!COMPLEMENTOFDEFAULT:!eNULL` is what ciphers(1) documents DEFAULT to be.

@@ -3,8 +3,8 @@
 //
 // SSL_write copies the plaintext into OpenSSL's record buffer, encrypts it there, and
 // hands the record to the BIO, which copies it into the batch to be sent: two passes
-// over every byte besides the cipher's own (`perf` of a 4 GiB copy to nbdkit over
-// TLS: 17% of the client's CPU in memmove). Sealing reads the caller's bytes once, as
+// over every byte besides the cipher's own (docs/benchmarks.md, section "TLS record
+// sealing"). Sealing reads the caller's bytes once, as
 // the AEAD's input, and writes the ciphertext straight into the batch.
 //
 // The keys come from the client's first application traffic secret (RFC 8446 7.1,

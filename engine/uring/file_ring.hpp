@@ -196,9 +196,9 @@ awaitable<Status> splice_pipe_to_file(FileRing& ring, int pipe, int file, std::u
 
 // The same move made at once on the calling thread, for a file on tmpfs or ramfs only.
 // io_uring has no non-blocking splice: it hands every one to a worker thread, and for
-// a file that is memory the hand-off there and back costs more than the copy (nbdcopy
-// writing 2 GiB into `sluice serve`: 0.92 s at 0.99 server CPU s against 1.04 s at
-// 1.22). Any other file's write can wait on its device or on writeback throttling,
+// a file that is memory the hand-off there and back costs more than the copy
+// (docs/benchmarks.md, section "The NBD server's writes into tmpfs"). Any other
+// file's write can wait on its device or on writeback throttling,
 // which on the loop's thread would stall every connection it serves.
 Status splice_pipe_to_memory_file(int pipe, int file, std::uint64_t offset, std::size_t length);
 

@@ -24,8 +24,8 @@ struct ClientOptions {
   bool tls = false;
   std::shared_ptr<TlsContext> tls_context;
   std::string tls_hostname;  // verified against the certificate; empty: chain only
-  // The send buffer fitted to the path: on loopback, WRITEs to nbdkit went 1.2-1.4x
-  // faster than with the kernel's autotuned 4 MiB (docs/benchmarks.md, "The send buffer").
+  // The send buffer fitted to the path: on loopback, WRITEs to nbdkit went faster than
+  // with the kernel's autotuned 4 MiB (docs/benchmarks.md, section "The send buffer").
   StreamOptions stream{.fit_send_buffer = true};
 
   // Ask for structured replies (off: behave like a client that predates them).
@@ -37,12 +37,11 @@ struct ClientOptions {
   // `automatic_connections` where the server advertises CAN_MULTI_CONN and the first
   // connection's handshake measured a round trip under `multi_conn_round_trip_limit`,
   // else one, without a notice. Extra connections spread CPU work (over TLS to nbdkit
-  // two made a copy 1.4x faster: the server decrypts each connection on its own
-  // thread; four were no faster), which is the limit on a short link. On a long one
+  // the server decrypts each connection on its own thread), which is the limit on a
+  // short link. On a long one
   // the window is, which the copy's depth covers on one connection, and each extra
-  // connection's handshake costs its round trips before it carries anything: from
-  // 1 ms up two connections were slower in every cell of the matrix
-  // (docs/benchmarks.md).
+  // connection's handshake costs its round trips before it carries anything
+  // (docs/benchmarks.md, section "Two NBD connections").
   unsigned connections = 0;
   static constexpr unsigned automatic_connections = 2;
   static constexpr std::chrono::microseconds multi_conn_round_trip_limit{500};

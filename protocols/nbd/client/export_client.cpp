@@ -53,9 +53,9 @@ awaitable<void> disconnect_and_destroy(std::unique_ptr<Connection> connection) {
 }
 
 // A loop per connection, as many as there are CPUs: each connection's send copies (and
-// over TLS its record sealing) then run on a core of their own. Measured faster than one
-// loop for plain TCP and TLS alike, even on two vCPUs shared with the server
-// (docs/benchmarks.md, NBD client).
+// over TLS its record sealing) then run on a core of their own: faster than one loop for
+// plain TCP and TLS alike, even on two vCPUs shared with the server
+// (docs/benchmarks.md, section "A loop per NBD connection").
 unsigned automatic_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 }  // namespace

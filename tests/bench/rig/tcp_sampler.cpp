@@ -32,9 +32,10 @@
 // included, so it reads as "share of the connection's life spent held back".
 //
 // Sampling from outside costs two netlink dumps (IPv4, IPv6) per interval, default
-// 1000 us. A dump walks the namespace's whole TCP established hash table: ~50 us each
-// in a namespace with a table of 4,096 buckets, 2-6 ms in one sharing the host's (see
-// dumped_states), where 1 ms sampling is impossible. The interval is a target: the
+// 1000 us. A dump walks the namespace's whole TCP established hash table, far slower in
+// a namespace sharing the host's than in one with its own small table (see
+// dumped_states; docs/benchmark-rig.md, section "The topology"), where 1 ms sampling
+// is impossible. The interval is a target: the
 // output has the number of dumps, the effective (mean) interval and the longest gap, and
 // "undersampled" when the mean interval was more than twice the target. Run it with
 // real-time priority (chrt -f 1) on a busy machine.
@@ -72,9 +73,9 @@ constexpr unsigned tcp_established = 1;
 // The states dumped: every state of a full socket but LISTEN. Not TIME_WAIT (no
 // TCP_INFO: its counters come with the destroy notification), NEW_SYN_RECV, nor the
 // pseudo-state BOUND_INACTIVE (13), which makes the kernel walk the host's whole bind
-// hash table on every dump. The established hash is walked anyway: a dump costs 2-6 ms
-// in a namespace sharing the host's 262,144-bucket table, ~50 us in one with its own
-// small table (net.ipv4.tcp_child_ehash_entries; run-matrix.sh sets that up).
+// hash table on every dump. The established hash is walked anyway, which is why each
+// namespace gets its own small table (net.ipv4.tcp_child_ehash_entries; run-matrix.sh
+// sets that up; docs/benchmark-rig.md, section "The topology").
 constexpr unsigned dumped_states = (1U << 1) | (1U << 2) | (1U << 3) | (1U << 4) | (1U << 5) | (1U << 7) |
                                    (1U << 8) | (1U << 9) | (1U << 11);
 
