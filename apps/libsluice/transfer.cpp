@@ -116,11 +116,9 @@ awaitable<Result<TransferStats>> Transfer::run_endpoints() {
 #pragma GCC diagnostic pop
 #endif
 
-Result<TransferStats> transfer_blocking(std::string_view source, std::string_view destination,
-                                        const EndpointOptions& endpoints, const CopyOptions& copy) {
+Result<TransferStats> run_blocking(Transfer& transfer) {
   try {
     asio::io_context context(1);
-    Transfer transfer{std::string(source), std::string(destination), endpoints, copy};
     std::optional<Result<TransferStats>> result;
     asio::co_spawn(context, transfer.run(), [&](std::exception_ptr thrown, Result<TransferStats> r) {
       // run() turns exceptions into errors; with one, `r` is a default (a success).
@@ -132,6 +130,12 @@ Result<TransferStats> transfer_blocking(std::string_view source, std::string_vie
   } catch (const std::exception& e) {
     return fail(std::errc::io_error, std::string("cannot run the transfer: ") + e.what());
   }
+}
+
+Result<TransferStats> transfer_blocking(std::string_view source, std::string_view destination,
+                                        const EndpointOptions& endpoints, const CopyOptions& copy) {
+  Transfer transfer{std::string(source), std::string(destination), endpoints, copy};
+  return run_blocking(transfer);
 }
 
 }  // namespace sluice

@@ -63,6 +63,10 @@ class Transfer {
   std::atomic<bool> started_{false};
 };
 
+// Runs `transfer` on a private event loop on the calling thread; its progress() and
+// cancel() work from other threads meanwhile.
+Result<TransferStats> run_blocking(Transfer& transfer);
+
 // Runs one transfer on a private event loop on the calling thread. To stop it from
 // another thread, set `copy.cancellation` and request() it.
 Result<TransferStats> transfer_blocking(std::string_view source, std::string_view destination,

@@ -10,12 +10,12 @@ requires pkg-config
 root=$scratch/root
 meson install -C "$BUILD_ROOT" --no-rebuild --quiet --destdir "$root" >"$scratch/install.log" 2>&1 ||
   fail "meson install failed: $(cat "$scratch/install.log")"
-prefix=$(find "$root" -name sluice.pc -path '*/pkgconfig/*' | head -n1)
-[[ -n $prefix ]] || fail "no sluice.pc was installed: $(find "$root" -type f | head -n 20)"
+prefix=$(find "$root" -name sluice-cpp.pc -path '*/pkgconfig/*' | head -n1)
+[[ -n $prefix ]] || fail "no sluice-cpp.pc was installed: $(find "$root" -type f | head -n 20)"
 pc_dir=$(dirname "$prefix")
 # The .pc file names the configured prefix; the files are under the destdir.
-configured=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=prefix sluice)
-pc() { PKG_CONFIG_PATH=$pc_dir pkg-config --define-variable=prefix="$root$configured" "$@" sluice; }
+configured=$(PKG_CONFIG_PATH=$pc_dir pkg-config --variable=prefix sluice-cpp)
+pc() { PKG_CONFIG_PATH=$pc_dir pkg-config --define-variable=prefix="$root$configured" "$@" sluice-cpp; }
 [[ -x $root$configured/bin/sluice ]] || fail "no sluice binary under $root$configured/bin"
 expect_ok "$root$configured/bin/sluice" --version
 
