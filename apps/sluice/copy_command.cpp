@@ -57,8 +57,10 @@ void copy_usage() {
       "Network destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n"
       "%s"
       "\n"
-      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: the requests in flight are waited\n"
-      "for, then it exits 1. A second one exits 1 at once, without waiting.\n"
+      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: no new request is issued, those\n"
+      "in flight are waited for (up to --timeout, default 5 s; then they are cut off),\n"
+      "an NBD destination gets a clean disconnect, and it exits 1. A second one exits 1\n"
+      "at once, without waiting. A failed request stops the copy the same way.\n"
       "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
       "2 on a usage error (a malformed or unknown SOURCE or DESTINATION included).\n",
@@ -167,6 +169,9 @@ CopyRequest parse(int argc, char** argv) {
       }
     }
   }
+  // A peer given this long to answer is given as long to answer what is in flight
+  // when the copy stops.
+  if (request.endpoints.timeout.count() > 0) request.copy.stop_grace = request.endpoints.timeout;
   if (argc - optind < 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
   if (argc - optind > 2)
     throw UsageError(std::string("copy takes one SOURCE and one DESTINATION; unexpected argument '") +
@@ -201,9 +206,10 @@ int copy_command(int argc, char** argv) {
   };
   Transfer transfer(request.source, request.destination, request.endpoints, request.copy);
 
-  // Ctrl-C or SIGTERM: stop the copy cleanly (every request accounted for), exit 1.
-  // A second one is for when that wait is too long (a flush to a disk that has stopped
-  // answering): leave at once. The destination is incomplete either way.
+  // Ctrl-C or SIGTERM: stop the copy cleanly (every request accounted for, within the
+  // grace period), exit 1. A second one is for when that wait is too long (a flush to
+  // a disk that has stopped answering): leave at once. The destination is incomplete
+  // either way.
   auto leave_now = [] {
     std::fflush(stdout);
     std::fputs("sluice: interrupted again: exiting without waiting for the requests in flight\n", stderr);
