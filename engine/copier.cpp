@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/copy_lane.hpp"
+#include "engine/grace_period.hpp"
 #include "engine/loop_threads.hpp"
 #include "engine/progress_tally.hpp"
 #include "engine/run_on.hpp"
@@ -99,13 +100,18 @@ class Copier {
     for (std::size_t i = 0; i < lanes_; ++i)
       lanes_running_.push_back(std::make_shared<CopyLane>(executors_[i], source_, destination_, lane_options,
                                                           by_reference_, stripes, *progress, i == 0));
-    // Held through finish(): a cancelled flush fails as the destination is aborted.
+    // Each lane bounds its own wind-down; this bounds the flush and the finish, which a
+    // cancellation lets run for as long as the lanes' requests: then it aborts the
+    // destination, and they fail.
+    finish_grace_.emplace(home, options_.stop_grace, [this] { destination_.abort(); });
+    // Held through finish().
     Cancellation::Subscription cancelled;
     if (options_.cancellation) {
       cancelled = options_.cancellation->on_request(home, [this] {
         stopped_ = true;
         if (!failed_) failed_.emplace(cancelled_error());
         stop_lanes();
+        finish_grace_->start();
       });
     }
     threads_->start();
@@ -121,8 +127,12 @@ class Copier {
     if (status && progress->done() < size)
       status = fail(std::errc::io_error, "the copy stopped after " + std::to_string(progress->done()) + " of " +
                                              std::to_string(size) + " bytes with no error reported");
-    if (status) status = co_await finish();
-    if (status && stopped_) status = tl::unexpected(cancelled_error());  // cancelled during finish()
+    if (status) {
+      status = co_await finish();
+      // Cancelled meanwhile: the cancellation is the outcome, and what failed, failed of it.
+      if (stopped_) status = tl::unexpected(cancelled_error());
+    }
+    finish_grace_->end();
     source_.add_stats(stats);
     destination_.add_stats(stats);
     stats.seconds = std::chrono::duration<double>(clock::now() - started).count();
@@ -217,6 +227,7 @@ class Copier {
   std::optional<LoopThreads> threads_;
   std::vector<executor> executors_;  // lane i runs on executors_[i]; 0 is the caller's
   std::vector<std::shared_ptr<CopyLane>> lanes_running_;
+  std::optional<GracePeriod> finish_grace_;  // started by a cancellation
   std::optional<Error> failed_;  // the first of a progress callback's failure or a cancellation
   bool stopped_ = false;         // cancelled
 };

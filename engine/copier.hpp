@@ -21,8 +21,10 @@
 namespace sluice {
 
 // Copies all of `source` onto `destination`, flushes (unless told not to) and finishes
-// the destination, on the caller's loop. On failure every lane is stopped and awaited,
-// and the one error returned names the operation, the offset and the cause. Progress
+// the destination, on the caller's loop. On failure or cancellation nothing more is
+// issued and every lane is awaited, its requests in flight given options.stop_grace to
+// complete before both ends are aborted; the one error returned names the operation,
+// the offset and the cause. Progress
 // calls are made on the caller's loop whichever lane completed the bytes, so lanes
 // post to that loop from their threads: its io_context must not have been created
 // with one of Asio's UNSAFE concurrency hints (as for run_on).

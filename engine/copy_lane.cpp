@@ -56,6 +56,11 @@ CopyLane::CopyLane(executor ex, Source& source, Destination& destination, const 
       filled_(ex, options_.depth * 2),
       stages_(ex, [this](const Error&) { stop(); }),
       scan_probe_(options_.mapped_scan_dear_ratio),
+      grace_(ex, options_.stop_grace,
+             [this] {
+               source_.abort();
+               destination_.abort();
+             }),
       zero_copy_(by_reference) {
   known_zero_ = traits_.known_zero || options_.destination_is_zero;
   wide_data_slots_ = traits_.writes_in_flight > options_.depth;
@@ -70,6 +75,7 @@ awaitable<Status> CopyLane::run() {
   stages_.spawn(read_stage());
   stages_.spawn(write_stage());
   Status status = co_await stages_.join();
+  grace_.end();
   stats_.peak_buffers = pool_.high_water();
   if (status && stopped_) status = tl::unexpected(cancelled_error());
   co_return status;
@@ -368,7 +374,9 @@ void CopyLane::count_extent(const Extent& extent) {
   }
 }
 
-// A stage failed: wake everything that waits so every stage returns.
+// A stage failed, or the copy is stopping: nothing new is issued, and everything that
+// waits is woken, so each stage returns once what it has in flight has completed.
+// What has not within the grace period is cut off: both ends are aborted.
 void CopyLane::stop() {
   if (stopped_) return;
   stopped_ = true;
@@ -382,8 +390,7 @@ void CopyLane::stop() {
   write_slots_.close();
   data_slots_.close();
   scan_slots_.close();
-  source_.abort();
-  destination_.abort();
+  grace_.start();
 }
 
 }  // namespace sluice

@@ -25,6 +25,7 @@
 #include "engine/credits.hpp"
 #include "engine/destination.hpp"
 #include "engine/error.hpp"
+#include "engine/grace_period.hpp"
 #include "engine/mapped_scan_probe.hpp"
 #include "engine/progress_tally.hpp"
 #include "engine/source.hpp"
@@ -46,7 +47,9 @@ class CopyLane {
   // Copies the stripes this lane claims until none is left; on the lane's loop.
   awaitable<Status> run();
 
-  // Wakes every stage so each returns; on the lane's loop.
+  // Stops issuing and wakes every stage, so each returns once its requests in flight
+  // have completed; after options.stop_grace, both ends are aborted to cut off the
+  // ones that have not. On the lane's loop.
   void stop();
 
   // What this lane read, wrote and counted; size and timing are the copy's to fill.
@@ -71,11 +74,11 @@ class CopyLane {
   awaitable<Status> write_one(WorkItem item, Credits* slot);
   void completed(std::uint64_t bytes);
   void count_extent(const Extent& extent);
-  // The first failed read or write is the copy's error, recorded in stages_ before
-  // stop() aborts both ends. Left in its stage's own group until that stage returned,
-  // it could be overtaken by an error the abort caused: a server that dies when its
-  // connection is cut (nbdkit 1.32 asserts in raw_send_socket) fails the other
-  // stage's reads with "closed the connection", and that became the copy's error.
+  // The first failed read or write is the copy's error, recorded in stages_ at once.
+  // Left in its stage's own group until that stage returned, it could be overtaken by
+  // an error the stop caused: a server that dies when its connection is cut (nbdkit
+  // 1.32 asserts in raw_send_socket) fails the other stage's reads with "closed the
+  // connection", and that became the copy's error.
   void record_root_cause(const Error& error) { stages_.fail(error); }
 
   Source& source_;
@@ -95,6 +98,7 @@ class CopyLane {
   ItemChannel filled_;
   TaskGroup stages_;
   MappedScanProbe scan_probe_;
+  GracePeriod grace_;  // started by stop(): then aborts both ends
   TransferStats stats_;
   bool known_zero_ = false;
   bool detect_zeros_ = false;

@@ -88,6 +88,13 @@ struct CopyOptions {
   // Optional: request() (from any thread) stops the copy, which then fails with a
   // cancellation.
   Cancellation* cancellation = nullptr;
+  // A copy that stops early (cancelled, or a request failed) issues nothing more and
+  // waits this long at most for the requests already in flight, so that both ends are
+  // left cleanly (an NBD server answers them, then gets NBD_CMD_DISC); what is still
+  // in flight then is cut off (both ends aborted). `sluice copy` uses --timeout here
+  // when it is given.
+  static constexpr std::chrono::milliseconds default_stop_grace{5000};
+  std::chrono::milliseconds stop_grace = default_stop_grace;
 };
 
 // The request size a copy starts from: options.request_size when set; otherwise

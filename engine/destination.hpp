@@ -108,10 +108,12 @@ class Destination {
   // Releases what is still held, after finish() or after a failure, and waits for
   // anything the destination still runs (an NBD reply reader) to end: always awaited
   // before the destination is destroyed. Nothing is sent that could complete a
-  // transfer that failed.
+  // transfer that failed; a connection that is still healthy is ended the way its
+  // protocol ends a session (NBD: DISC).
   virtual awaitable<Status> close() { co_return Status{}; }
 
-  // Makes operations in progress fail promptly (a sibling stage failed).
+  // Makes operations in progress fail promptly: the copy stopped and they did not
+  // finish within its grace period (CopyOptions::stop_grace).
   virtual void abort() {}
 
   virtual void add_stats(TransferStats&) const {}

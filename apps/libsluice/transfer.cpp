@@ -102,9 +102,10 @@ awaitable<Result<TransferStats>> Transfer::run_endpoints() {
   Status destination_closed = co_await (*destination)->close();
   Status closed = co_await (*source)->close();
   if (thrown) std::rethrow_exception(thrown);
-  // A cancel tears the endpoints down under the copy, so what fails first can be a
-  // send into the socket the cancel just closed ("Broken pipe ... the receiver closed
-  // the connection"): the cause is the cancel, and the error says so.
+  // A cancel whose requests outlast the grace period tears the endpoints down under
+  // the copy, so what fails first can be a send into the socket just closed ("Broken
+  // pipe ... the receiver closed the connection"): the cause is the cancel, and the
+  // error says so.
   if ((!stats || !destination_closed || !closed) && cancellation_.requested())
     co_return tl::unexpected(cancelled_error());
   if (!stats) co_return tl::unexpected(stats.error());

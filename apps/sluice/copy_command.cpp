@@ -111,8 +111,10 @@ OptionTable copy_options(CopyRequest& r) {
   table.add(endpoint_flags(r.endpoints));
   table.text(
       "\n"
-      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: the requests in flight are waited\n"
-      "for, then it exits 1. A second one exits 1 at once, without waiting.\n"
+      "SIGINT (Ctrl-C) or SIGTERM cancels the copy: no new request is issued, those\n"
+      "in flight are waited for (up to --timeout, default 5 s; then they are cut off),\n"
+      "an NBD destination gets a clean disconnect, and it exits 1. A second one exits 1\n"
+      "at once, without waiting. A failed request stops the copy the same way.\n"
       "\n"
       "Exit status: 0 when every byte landed and was flushed, 1 on a transfer error,\n"
       "2 on a usage error (a malformed or unknown SOURCE or DESTINATION included).\n");
@@ -122,6 +124,9 @@ OptionTable copy_options(CopyRequest& r) {
 CopyRequest parse(int argc, char** argv) {
   CopyRequest request;
   const std::vector<std::string> operands = copy_options(request).parse(argc, argv);
+  // A peer given this long to answer is given as long to answer what is in flight
+  // when the copy stops.
+  if (request.endpoints.timeout.count() > 0) request.copy.stop_grace = request.endpoints.timeout;
   if (operands.size() < 2) throw UsageError("copy needs a SOURCE and a DESTINATION");
   if (operands.size() > 2)
     throw UsageError("copy takes one SOURCE and one DESTINATION; unexpected argument '" + operands[2] + "'");
@@ -155,9 +160,10 @@ int copy_command(int argc, char** argv) {
   };
   Transfer transfer(request.source, request.destination, request.endpoints, request.copy);
 
-  // Ctrl-C or SIGTERM: stop the copy cleanly (every request accounted for), exit 1.
-  // A second one is for when that wait is too long (a flush to a disk that has stopped
-  // answering): leave at once. The destination is incomplete either way.
+  // Ctrl-C or SIGTERM: stop the copy cleanly (every request accounted for, within the
+  // grace period), exit 1. A second one is for when that wait is too long (a flush to
+  // a disk that has stopped answering): leave at once. The destination is incomplete
+  // either way.
   auto leave_now = [] {
     std::fflush(stdout);
     std::fputs("sluice: interrupted again: exiting without waiting for the requests in flight\n", stderr);

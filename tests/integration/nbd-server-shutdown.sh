@@ -303,4 +303,32 @@ PY
 exits_cleanly "after a WRITE half sent at the signal"
 file_holds "$WORK/half.img" $((1 << 20)) 'b"h" * 65536' || die "the acknowledged half-sent write was lost"
 pass "SIGTERM while a WRITE's payload arrives: the WRITE is finished, acknowledged and in the file; exit 0"
+
+# A client that stalls mid-WRITE (the header and half the payload came before the
+# signal, then nothing) is cut off when the grace period (2 s) runs out; the server
+# then exits 0 (everything it acknowledged is flushed), and its log names the
+# connection it cut and what that connection had outstanding.
+truncate -s 16M "$WORK/stall.img"
+: >"$WORK/server.log"
+start_server "unix://$SOCK" --export disk="$WORK/stall.img"
+python3 - "$SOCK" "$SERVER_PID" >"$WORK/stall.out" <<'PY' || die "a client stalled mid-WRITE at the signal"
+import os, signal, sys, time, rawnbd
+s = rawnbd.connect_go(sys.argv[1], "disk")
+rawnbd.request(s, 1, 1 << 20, 65536, cookie=9)  # WRITE
+s.sendall(b"s" * 32768)
+time.sleep(0.3)  # the header and half the payload are in; the rest never comes
+os.kill(int(sys.argv[2]), signal.SIGTERM)
+signalled = time.monotonic()
+assert rawnbd.closed(s), "the stalled connection was not closed"
+took = time.monotonic() - signalled
+assert took >= 1.5, "cut off %.1f s after the signal, before the 2 s grace period ran out" % took
+print(os.getpid(), round(took, 1))
+PY
+read -r client_pid took <"$WORK/stall.out"
+exits_cleanly "after cutting off a client stalled mid-WRITE"
+grep "cut off" "$WORK/server.log" | grep "pid $client_pid," | grep "export 'disk'" |
+  grep -q "1 request outstanding: WRITE of 65536 bytes at offset 1048576 (its payload still arriving)" ||
+  die "the log does not name the connection cut off (pid $client_pid) and its outstanding WRITE"
+file_holds "$WORK/stall.img" $((1 << 20)) 'bytes(65536)' || die "the half-sent WRITE that was cut off is in the file"
+pass "a client stalled mid-WRITE: cut off ${took} s after SIGTERM, named in the log with its WRITE; exit 0"
 echo "all passed"

@@ -2,6 +2,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <functional>
+#include <optional>
+
 #include "engine/cancellation.hpp"
 #include "engine/copier.hpp"
 #include "engine/mapped_scan_probe.hpp"
@@ -176,7 +180,9 @@ TEST_CASE("a failed write stops the copy, awaits every request and names the off
   CHECK(source.in_flight == 0);
   CHECK_FALSE(sink.flushed);
   CHECK_FALSE(sink.finished);
-  CHECK(sink.aborted);
+  // The other writes completed within the grace period: neither end was cut off.
+  CHECK_FALSE(sink.aborted);
+  CHECK_FALSE(source.aborted);
 }
 
 TEST_CASE("the failure that stopped the copy is the one reported, not what the stop caused") {
@@ -192,6 +198,7 @@ TEST_CASE("the failure that stopped the copy is the one reported, not what the s
     sink.fail_write_at = (1u << 20) + 5;
     CopyOptions options = small_requests();
     options.depth = 16;
+    options.stop_grace = std::chrono::milliseconds(0);  // the ends are cut off at once
     auto stats = test::run(copy(source, sink, options));
     REQUIRE_FALSE(stats);
     CHECK(stats.error().message == "write at offset 1048576: No space left on device");
@@ -227,6 +234,68 @@ TEST_CASE("cancellation stops a copy and says so") {
   CHECK(stats.error().message == "the transfer was cancelled");
   CHECK(sink.in_flight == 0);
   CHECK_FALSE(sink.finished);
+}
+
+TEST_CASE("a cancelled copy waits for its requests in flight; past the grace period it cuts them off") {
+  for (const auto grace : {std::chrono::milliseconds(5000), std::chrono::milliseconds(20)}) {
+    CAPTURE(grace.count());
+    MemorySource source(test::patterned(image_size, sample_map), sample_map);
+    test::SendingSink sink(image_size);
+    sink.write_delay = std::chrono::milliseconds(200);  // a server slow to answer
+    Cancellation cancel;
+    CopyOptions options = small_requests();
+    options.cancellation = &cancel;
+    options.stop_grace = grace;
+    options.progress = [&](const ProgressUpdate& u) {
+      if (u.done > 0) cancel.request();
+    };
+    auto stats = test::run(copy(source, sink, options));
+    REQUIRE_FALSE(stats);
+    CHECK(stats.error().message == "the transfer was cancelled");
+    CHECK(sink.in_flight == 0);
+    CHECK_FALSE(sink.finished);
+    // Writes still waiting for their answer after the grace period are cut off.
+    CHECK(sink.aborted == (grace < sink.write_delay));
+    CHECK(source.aborted == (grace < sink.write_delay));
+  }
+}
+
+namespace {
+// Its flush never completes on its own (a disk that stopped answering); abort() fails it.
+class StuckFlushSink final : public CheckingSink {
+ public:
+  using CheckingSink::CheckingSink;
+  std::function<void()> on_flush;
+  awaitable<Status> flush() override {
+    if (on_flush) on_flush();
+    stuck_.emplace(co_await asio::this_coro::executor, std::chrono::seconds(60));
+    auto [ec] = co_await stuck_->async_wait(use_nothrow);
+    co_return ec ? fail(std::errc::io_error, "flush cut off") : Status{};
+  }
+  void abort() override {
+    aborted = true;
+    if (stuck_) stuck_->cancel();
+  }
+
+ private:
+  std::optional<asio::steady_timer> stuck_;
+};
+}  // namespace
+
+TEST_CASE("a flush still running when the copy is cancelled is cut off after the grace period") {
+  MemorySource source(test::patterned(image_size, sample_map), sample_map);
+  StuckFlushSink sink(image_size);
+  Cancellation cancel;
+  sink.on_flush = [&] { cancel.request(); };
+  CopyOptions options = small_requests();
+  options.cancellation = &cancel;
+  options.stop_grace = std::chrono::milliseconds(20);
+  const auto started = std::chrono::steady_clock::now();
+  auto stats = test::run(copy(source, sink, options));
+  REQUIRE_FALSE(stats);
+  CHECK(stats.error().message == "the transfer was cancelled");
+  CHECK(sink.aborted);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
 }
 
 TEST_CASE("a cancellation requested from another thread stops the copy") {

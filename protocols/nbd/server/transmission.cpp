@@ -92,6 +92,7 @@ class Transmission::PipeLease {
 
 struct Transmission::Request {
   RequestHeader header;
+  std::uint64_t arrival;  // its key in in_flight_
   Lease slot;   // one of the connection's request credits
   Lease bytes;  // the payload's share of the byte budget
   std::optional<Refusal> refusal;
@@ -104,6 +105,7 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
     : ex_(ex),
       stream_(stream),
       image_(*negotiated.chosen->image),
+      export_name_(negotiated.chosen->name),
       config_(config),
       allocation_context_id_(negotiated.allocation_context_id),
       interrupt_reading_(std::move(interrupt_reading)),
@@ -113,7 +115,8 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
       byte_units_(ex, std::max<std::size_t>(config.max_bytes_in_flight, 32u << 20) / byte_unit),
       piped_reads_(config.zero_copy && stream.splices() && negotiated.chosen->image->reads_into_pipes()),
       pipes_(ex, std::max<std::size_t>(config.pipes, 1)),
-      grace_(ex) {
+      // A client that neither finishes nor reads its replies must not hold the server.
+      grace_(ex, config.shutdown_grace, [this] { cut_off(); }) {
   terms_.size = image_.size();
   terms_.flags = negotiated.flags;
   terms_.block_sizes = image_.traits().block_sizes;
@@ -122,10 +125,7 @@ Transmission::Transmission(executor ex, Stream& stream, const Negotiated& negoti
   piped_writes_ = config.zero_copy && stream.splices() && image_.writes_from_pipes();
 }
 
-Transmission::~Transmission() {
-  *alive_ = false;
-  grace_.cancel();
-}
+Transmission::~Transmission() = default;
 
 awaitable<Status> Transmission::run() {
   TaskGroup handlers(ex_, [this](const Error&) {
@@ -143,7 +143,8 @@ awaitable<Status> Transmission::run() {
     stream_.abort();
   }
   Status handled = co_await handlers.join();
-  grace_.cancel();
+  grace_.end();
+  if (cut_off_) co_return tl::unexpected(*cut_off_);
   // A reply that could not be sent (the client went away mid-READ) aborts the stream,
   // and the read that cuts short reports only the abort: the handler's error says why.
   if (!reading && reading.error().is_cancellation() && !handled && !handled.error().is_cancellation())
@@ -156,16 +157,37 @@ awaitable<Status> Transmission::run() {
 void Transmission::stop() {
   if (stopping_) return;
   stopping_ = true;
-  if (in_flight_ == 0) interrupt();
-  // A client that neither finishes nor reads its replies must not hold the server.
-  grace_.expires_after(config_.shutdown_grace);
-  grace_.async_wait([this, alive = alive_](const asio::error_code& ec) {
-    if (ec || !*alive) return;  // the session ended in time (and `this` may be gone)
-    interrupt();
-    stream_.abort();
-    requests_.close();
-    byte_units_.close();
-  });
+  if (in_flight_.empty()) interrupt();
+  grace_.start();
+}
+
+void Transmission::cut_off() {
+  cut_off_ = cut_off_error();
+  interrupt();
+  stream_.abort();
+  requests_.close();
+  byte_units_.close();
+}
+
+// Names the connection's export and its oldest requests (a client may have hundreds).
+Error Transmission::cut_off_error() const {
+  constexpr std::size_t named = 4;
+  std::string text = "export '" + export_name_ + "': cut off " + describe_grace(grace_.length()) +
+                     " after the server began to stop (its grace period), with " +
+                     std::to_string(in_flight_.size()) + (in_flight_.size() == 1 ? " request" : " requests") +
+                     " outstanding";
+  std::size_t listed = 0;
+  for (const auto& [arrival, header] : in_flight_) {
+    if (listed == named) {
+      text += ", and " + std::to_string(in_flight_.size() - named) + " more";
+      break;
+    }
+    text += listed++ == 0 ? ": " : "; ";
+    text += to_string(header.command) + " of " + std::to_string(header.length) + " bytes at offset " +
+            std::to_string(header.offset);
+    text += arriving_ == arrival ? " (its payload still arriving)" : " (not yet answered)";
+  }
+  return Error{std::make_error_code(std::errc::timed_out), std::move(text)};
 }
 
 void Transmission::interrupt() {
@@ -174,18 +196,18 @@ void Transmission::interrupt() {
   if (interrupt_reading_) interrupt_reading_();
 }
 
-void Transmission::request_done() {
+void Transmission::request_done(std::uint64_t arrival) {
   ++served_;
-  request_dropped();
+  request_dropped(arrival);
 }
 
-void Transmission::request_dropped() {
-  --in_flight_;
-  if (stopping_ && in_flight_ == 0) interrupt();
+void Transmission::request_dropped(std::uint64_t arrival) {
+  in_flight_.erase(arrival);
+  if (stopping_ && in_flight_.empty()) interrupt();
 }
 
 Transmission::InFlightUntilHandled::~InFlightUntilHandled() {
-  if (!handed_over) transmission.request_dropped();
+  if (!handed_over) transmission.request_dropped(arrival);
 }
 
 awaitable<Result<Buffer>> Transmission::buffer_for(std::size_t length, Lease& bytes) {
@@ -221,15 +243,18 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
     // In flight from its header on: a shutdown that comes while a WRITE's payload is
     // still arriving waits for it (within the grace) and answers it, rather than
     // closing on a request the client has already sent.
-    ++in_flight_;
-    InFlightUntilHandled counted{*this};
+    const std::uint64_t arrival = arrivals_++;
+    in_flight_.emplace(arrival, header);
+    InFlightUntilHandled counted{*this, arrival};
 
-    auto request = std::make_unique<Request>(Request{header, std::move(slot), Lease(byte_units_), {}, {}, {}});
+    auto request =
+        std::make_unique<Request>(Request{header, arrival, std::move(slot), Lease(byte_units_), {}, {}, {}});
     request->refusal = check_request(header, terms_);
     if (!request->refusal && stopping_)
       request->refusal = Refusal{Errno::eshutdown, "the server is shutting down"};
 
     const bool carries_payload = header.command == Command::write;
+    if (carries_payload && header.length > 0) arriving_ = arrival;
     const bool needs_buffer = !request->refusal && header.length > 0 &&
                               (header.command == Command::write || header.command == Command::read);
     bool payload_taken = false;
@@ -254,6 +279,7 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
         got = co_await reader_.payload(request->buffer.data());
       if (!got) co_return got;
     }
+    arriving_.reset();
     counted.handed_over = true;  // handle() calls request_done()
     handlers.spawn(handle(std::move(request)));
   }
@@ -340,8 +366,9 @@ awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
       }
     }
   }
+  const std::uint64_t arrival = request->arrival;
   request.reset();  // the buffer and the credits go back before the next request needs them
-  request_done();
+  request_done(arrival);
   co_return sent;
 }
 

@@ -19,15 +19,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
-
-#include <asio/steady_timer.hpp>
 
 #include "engine/asio.hpp"
 #include "engine/buffer_pool.hpp"
 #include "engine/credits.hpp"
 #include "engine/error.hpp"
+#include "engine/grace_period.hpp"
 #include "engine/net/stream.hpp"
 #include "engine/task_group.hpp"
 #include "engine/uring/pipe_pool.hpp"
@@ -60,7 +62,9 @@ class Transmission {
   awaitable<Status> run();
 
   // The server is shutting down: requests read from now on are answered ESHUTDOWN,
-  // and reading stops once nothing is in flight (or the grace period ran out).
+  // and reading stops once nothing is in flight. A client still owing the rest of a
+  // request, or not reading its replies, when the grace period runs out is cut off,
+  // and run() fails naming what it had outstanding.
   void stop();
 
   // A write, zero or trim completed since the session began.
@@ -92,20 +96,25 @@ class Transmission {
   awaitable<Result<Buffer>> pooled_buffer(std::size_t length);
   // A WRITE's payload into a pipe, or where the pipe cannot take it all, into memory.
   awaitable<Status> receive_payload_piped(Request& request);
-  void request_done();
+  void request_done(std::uint64_t arrival);
   // A request counted in flight whose reading failed: it will get no reply.
-  void request_dropped();
+  void request_dropped(std::uint64_t arrival);
   // Keeps a request counted from its header until handle() takes it over.
   struct InFlightUntilHandled {
     Transmission& transmission;
+    std::uint64_t arrival;
     bool handed_over = false;
     ~InFlightUntilHandled();
   };
   void interrupt();
+  // The grace period ran out: the client is cut off.
+  void cut_off();
+  Error cut_off_error() const;
 
   executor ex_;
   Stream& stream_;
   Image& image_;
+  std::string export_name_;
   const ServerConfig& config_;
   TransmissionTerms terms_;
   std::uint32_t allocation_context_id_;
@@ -119,11 +128,14 @@ class Transmission {
   bool piped_reads_ = false;
   bool piped_writes_ = false;
   PipePool pipes_;
-  asio::steady_timer grace_;
-  // False once this object is gone: a timer handler already queued when the timer was
-  // cancelled still runs, and must not touch it then.
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
-  std::size_t in_flight_ = 0;
+  GracePeriod grace_;
+  // The requests in flight, from their header on, by order of arrival: what a client
+  // cut off at shutdown had outstanding.
+  std::map<std::uint64_t, RequestHeader> in_flight_;
+  std::uint64_t arrivals_ = 0;
+  // The request whose WRITE payload is being read, if one is.
+  std::optional<std::uint64_t> arriving_;
+  std::optional<Error> cut_off_;
   std::size_t served_ = 0;
   bool stopping_ = false;
   bool interrupted_ = false;
