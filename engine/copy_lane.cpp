@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "engine/copy_plan.hpp"
 #include "engine/extent_aligner.hpp"
 #include "engine/mapped_scan.hpp"
 #include "engine/zero_scan.hpp"

@@ -50,12 +50,6 @@ std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds roun
   return std::clamp(wanted, CopyOptions::default_depth, limit);
 }
 
-std::size_t buffers_for(std::size_t depth, bool releases_buffers_when_sent,
-                        std::chrono::microseconds source_round_trip) {
-  if (!releases_buffers_when_sent || source_round_trip.count() > 0) return depth;
-  return std::min(depth, CopyOptions::local_read_ahead_buffers);
-}
-
 std::uint64_t stripe_size_for(const CopyOptions& options) {
   auto round_up = [](std::uint64_t value, std::uint64_t unit) { return (value + unit - 1) / unit * unit; };
   const std::uint64_t whole_requests = round_up(std::max<std::uint64_t>(options.stripe_size, 1), std::max<std::uint64_t>(options.request_size, 1));

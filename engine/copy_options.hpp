@@ -108,18 +108,6 @@ Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockS
 // on a long link the extra requests are on the wire, not at the disk.
 std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip);
 
-// The buffers a lane of `depth` requests reads into. Where the destination holds a
-// buffer until its write completes, the depth: the buffers are what bounds the writes.
-// Where it lets go once the bytes are sent and the source is local (no round trip),
-// local_read_ahead_buffers: more would only fill while every write slot waits for an
-// answer, and each payload then went out several reads after it was read, cold in the
-// caches (on loopback to nbdkit, 1.2-1.3x slower at more CPU on both ends:
-// docs/benchmarks.md, "Read ahead"). A local source needs no deep read queue: the page
-// cache answers at once, and the kernel reads a cold file ahead of sequential reads.
-// A source a round trip away keeps the depth, which covers its reads' round trips.
-std::size_t buffers_for(std::size_t depth, bool releases_buffers_when_sent,
-                        std::chrono::microseconds source_round_trip);
-
 // The stripe a lane claims at a time: stripe_size rounded up to whole requests and to
 // the alignment, so every stripe but the last ends on both. After settle_sizes.
 std::uint64_t stripe_size_for(const CopyOptions& options);

@@ -16,7 +16,26 @@
 
 namespace sluice {
 
+// What a destination says about itself; the copy is planned from it
+// (engine/copy_plan.hpp). The same kind of facts as SourceTraits, and more.
 struct DestinationTraits {
+  BlockSizes block_sizes{};
+  // A network destination's measured round trip (zero: local, or not known). A long one
+  // raises the automatic depth.
+  std::chrono::microseconds round_trip{0};
+  // write() and zero() may be called from several event loops at once, one per lane
+  // of a striped copy (CopyOptions::lanes), once serve_lanes() has been called;
+  // flush() and finish() still come from the copy's own loop, after every lane ended.
+  bool takes_lanes = false;
+  // write_file() may be used: the destination can send bytes straight from a file (a
+  // plain socket that splices).
+  bool takes_file_slices = false;
+  // Sending file slices is faster here than sending buffers, which decides it under
+  // ZeroCopy::automatic. Most destinations that take them should say so.
+  bool file_slices_pay = false;
+  // write_from_pipe() may be used: a file the kernel can splice into (a receiver then
+  // moves payload socket -> pipe -> file, one copy instead of two).
+  bool takes_pipes = false;
   // Every byte already reads as zero (a fresh file, a prezeroed disk): zero ranges
   // need no work at all.
   bool known_zero = false;
@@ -27,19 +46,11 @@ struct DestinationTraits {
   bool discards = false;
   // Writes and zeros must be issued one at a time in offset order (a raw byte stream).
   bool ordered = false;
-  BlockSizes block_sizes{};
-  // write() and zero() may be called from several event loops at once, one per lane
-  // of a striped copy (CopyOptions::lanes); flush() and finish() still come from the
-  // copy's own loop, after every lane has ended.
-  bool takes_lanes = false;
   // Writes the destination takes at once, where that is more than the copy's depth:
   // it bounds what it holds itself (buffers bound their memory, pipes their splices),
   // and short writes that wait together cost less (a data run between zero blocks).
   // 0: the copy's depth.
   std::size_t writes_in_flight = 0;
-  // A network destination's measured round trip (zero: local, or not known). A long one
-  // raises the automatic depth.
-  std::chrono::microseconds round_trip{0};
   // write() lets go of its buffer once the bytes are in the kernel, before the write
   // completes (the NBD client: the server answers later). The copy's buffers then bound
   // only how far reads run ahead of the sends; write slots bound the writes.

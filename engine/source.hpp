@@ -19,6 +19,21 @@
 
 namespace sluice {
 
+// What a source says about itself; the copy is planned from it (engine/copy_plan.hpp).
+// The same kind of facts as DestinationTraits.
+struct SourceTraits {
+  BlockSizes block_sizes{};
+  // How long a request takes to come back when nothing else is queued (a network
+  // source's measured round trip); zero for local sources.
+  std::chrono::microseconds round_trip{0};
+  // read() and extents() may be called from several event loops at once, one per lane
+  // of a striped copy (CopyOptions::lanes), once serve_lanes() has been called.
+  bool serves_lanes = false;
+  // file_slice() names where the bytes lie: a plain file, nothing to decode. Their
+  // payload can then go to the destination by reference.
+  bool gives_file_slices = false;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
