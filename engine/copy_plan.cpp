@@ -38,9 +38,9 @@ ZeroScan zero_scan_for(const CopyOptions& options, const DestinationTraits& dest
 std::string_view to_string(ZeroScan scan) {
   switch (scan) {
     case ZeroScan::none: return "none";
-    case ZeroScan::in_buffers: return "in buffers";
-    case ZeroScan::in_place: return "in place";
-    case ZeroScan::in_place_until_dear: return "in place until dear";
+    case ZeroScan::in_buffers: return "in_buffers";
+    case ZeroScan::in_place: return "in_place";
+    case ZeroScan::in_place_until_dear: return "in_place_until_dear";
   }
   return "?";
 }

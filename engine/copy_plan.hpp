@@ -23,13 +23,14 @@ enum class ZeroScan : std::uint8_t {
   none,        // not looked for: data goes on as read (or by reference)
   in_buffers,  // each buffer read is scanned
   // The source is mapped and scanned where it lies, and its data runs go by reference
-  // (engine/zero_detection.hpp).
+  // (engine/in_place_scanner.hpp).
   in_place,
   // In place, the first scans measured; into buffers from then on if mapping a page
   // proves dearer than copying it (MappedScanProbe).
   in_place_until_dear,
 };
 
+// "none", "in_buffers", "in_place", "in_place_until_dear".
 std::string_view to_string(ZeroScan scan);
 
 struct CopyPlan {

@@ -76,33 +76,22 @@ class Destination {
   // The loops the destination's own work runs on (an NBD client's connections), the
   // caller's first, where lanes must run rather than on loops of the copier's own: a
   // lane then drives the part of the destination that lives on its loop, with no hop
-  // to another thread. Empty: lanes may run on any loop. Asked only where takes_lanes.
+  // to another thread. Empty: lanes may run on any loop. Asked only where
+  // traits().takes_lanes.
   virtual std::vector<executor> lane_loops() const { return {}; }
 
   // The copy runs in lanes from now on (on lane_loops(), where it named any); called
   // once on the caller's loop before any lane starts.
   virtual void serve_lanes() {}
 
-  // Whether write_file() may be used: the destination can send bytes straight from a
-  // file (a plain socket that splices).
-  virtual bool takes_file_slices() const { return false; }
-
-  // Whether sending file slices is faster here than sending buffers, which decides it
-  // under ZeroCopy::automatic. Most destinations that can, should.
-  virtual bool file_slices_pay() const { return takes_file_slices(); }
-
   // Writes the bytes `slice` names at `offset`, without them passing through memory.
-  // Only called when takes_file_slices() is true.
+  // Only called when traits().takes_file_slices is true.
   virtual awaitable<Status> write_file(std::uint64_t offset, FileSlice /*slice*/) {
     co_return fail_at("writing from a file", offset, std::make_error_code(std::errc::operation_not_supported));
   }
 
-  // Whether write_from_pipe() may be used: a file the kernel can splice into (a
-  // receiver then moves payload socket -> pipe -> file, one copy instead of two).
-  virtual bool takes_pipes() const { return false; }
-
   // Writes the `length` bytes waiting in the pipe whose read end is `pipe` at
-  // `offset`, leaving the pipe empty. Only called when takes_pipes() is true.
+  // `offset`, leaving the pipe empty. Only called when traits().takes_pipes is true.
   virtual awaitable<Status> write_from_pipe(std::uint64_t offset, int /*pipe*/, std::size_t /*length*/) {
     co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
   }

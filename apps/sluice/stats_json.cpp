@@ -19,10 +19,10 @@ std::string stats_json(const TransferStats& s) {
       .add("zero_requests", s.zero_requests)
       .add("zero_copy_writes", s.zero_copy_writes)
       .add("peak_buffers", s.peak_buffers)
-      .add("depth", s.depth)
-      .add("request_size", s.request_size)
-      .add("round_trip_us", s.round_trip_us)
-      .add("lanes", s.lanes)
+      .add("depth", static_cast<std::uint64_t>(s.plan.depth))
+      .add("request_size", static_cast<std::uint64_t>(s.plan.request_size))
+      .add("round_trip_us", static_cast<std::uint64_t>(s.plan.round_trip.count()))
+      .add("lanes", static_cast<std::uint64_t>(s.plan.lanes))
       .add("seconds", s.seconds)
       .add("mib_per_second",
            s.seconds > 0 ? static_cast<double>(s.size) / (1024.0 * 1024.0) / s.seconds : 0.0);
