@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/copy_lane.hpp"
+#include "engine/copy_plan.hpp"
 #include "engine/grace_period.hpp"
 #include "engine/loop_threads.hpp"
 #include "engine/progress_tally.hpp"
@@ -22,60 +23,22 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-// By reference where both ends allow it (and, unless asked for always, where the
-// destination says it pays); zero detection then scans a mapping of the source
-// instead of a buffer.
-bool payload_by_reference(const CopyOptions& options, Source& source, Destination& destination) {
-  const bool wanted = options.zero_copy == ZeroCopy::always      ? destination.takes_file_slices()
-                      : options.zero_copy == ZeroCopy::automatic ? destination.file_slices_pay()
-                                                                 : false;
-  return wanted && source.file_slice(0, 0).has_value();
-}
-
-// The lanes this copy runs in and the loops they run on, lane 0 on the caller's.
-struct LanePlan {
-  std::size_t lanes = 1;
-  // The destination's loops where it has its own (lane i on loops[i]); empty: the
-  // copier starts a loop for each lane after the first.
-  std::vector<executor> loops;
-};
-
-// More than one lane only where lanes_for says it could and both ends agree, and no
-// more than the destination has loops where it names its own. The source is asked
-// last: one that agrees changes how it reads.
-LanePlan agreed_lanes(const CopyOptions& options, Source& source, Destination& destination, const executor& home) {
-  const std::size_t cpus = std::max(1u, std::thread::hardware_concurrency());
-  LanePlan plan;
-  std::size_t lanes = lanes_for(options, source.size(), cpus);
-  if (lanes == 1 || !destination.traits().takes_lanes) return plan;
-  plan.loops = destination.lane_loops();
-  if (!plan.loops.empty()) {
-    // Lane 0 is the caller's: a destination opened on another loop cannot have it.
-    if (plan.loops.front() != home) return LanePlan{};
-    lanes = std::min(lanes, plan.loops.size());
-    plan.loops.resize(lanes);
-  }
-  if (lanes == 1 || !source.serve_lanes()) return LanePlan{};
-  destination.serve_lanes();
-  plan.lanes = lanes;
-  return plan;
-}
-
 // Runs the lanes, lane 0 on the caller's loop and each other on one of the
 // destination's loops or on a loop thread of the copier's own, then flushes and
 // finishes the destination on the caller's loop. The first lane to fail stops the
 // others.
 class Copier {
  public:
-  Copier(Source& source, Destination& destination, CopyOptions options, std::chrono::microseconds round_trip,
-         bool by_reference, LanePlan plan)
+  // `loops`: the destination's, where its lanes run on loops of its own (lane i on
+  // loops[i]); empty: the copier starts a loop for each lane after the first.
+  Copier(Source& source, Destination& destination, CopyOptions options, const CopyPlan& plan,
+         std::vector<executor> loops)
       : source_(source),
         destination_(destination),
         options_(std::move(options)),
-        round_trip_(round_trip),
-        by_reference_(by_reference),
+        plan_(plan),
         lanes_(plan.lanes),
-        executors_(std::move(plan.loops)) {}
+        executors_(std::move(loops)) {}
 
   awaitable<Result<TransferStats>> run() {
     const auto started = clock::now();
@@ -86,10 +49,7 @@ class Copier {
       if (!failed_) failed_.emplace(std::move(error));
       stop_lanes();
     });
-    Stripes stripes(size, lanes_ > 1 ? stripe_size_for(options_) : 0);
-    CopyOptions lane_options = options_;
-    lane_options.depth = options_.depth / lanes_;
-    lane_options.cancellation = nullptr;  // subscribed here, for every lane at once
+    Stripes stripes(size, plan_.stripe_size);
     // The destination's loops, or loops of the copier's own.
     const bool own_loops = executors_.empty();
     threads_.emplace(own_loops ? lanes_ - 1 : 0);
@@ -98,8 +58,8 @@ class Copier {
       for (std::size_t i = 0; i + 1 < lanes_; ++i) executors_.push_back(threads_->at(i));
     }
     for (std::size_t i = 0; i < lanes_; ++i)
-      lanes_running_.push_back(std::make_shared<CopyLane>(executors_[i], source_, destination_, lane_options,
-                                                          by_reference_, stripes, *progress, i == 0));
+      lanes_running_.push_back(std::make_shared<CopyLane>(executors_[i], source_, destination_, plan_, options_,
+                                                          stripes, *progress, i == 0));
     // Each lane bounds its own wind-down; this bounds the flush and the finish, which a
     // cancellation lets run for as long as the lanes' requests: then it aborts the
     // destination, and they fail.
@@ -210,18 +170,14 @@ class Copier {
     stats.zero_extents -= stripes.counted_twice(ExtentKind::zero);
     stats.hole_extents -= stripes.counted_twice(ExtentKind::hole);
     stats.size = source_.size();
-    stats.depth = options_.depth / lanes_ * lanes_;
-    stats.request_size = options_.request_size;
-    stats.round_trip_us = static_cast<std::uint64_t>(round_trip_.count());
-    stats.lanes = lanes_;
+    stats.plan = plan_;
     return stats;
   }
 
   Source& source_;
   Destination& destination_;
   CopyOptions options_;
-  std::chrono::microseconds round_trip_;
-  bool by_reference_;
+  CopyPlan plan_;
   std::size_t lanes_;
   // The loops of lanes 1.., declared before what is bound to them, which must go first.
   std::optional<LoopThreads> threads_;
@@ -235,14 +191,23 @@ class Copier {
 }  // namespace
 
 awaitable<Result<TransferStats>> copy(Source& source, Destination& destination, CopyOptions options) {
-  const bool by_reference = payload_by_reference(options, source, destination);
-  options.request_size = request_size_for(options, by_reference);
-  auto settled = settle_sizes(options, source.block_sizes(), destination.traits().block_sizes);
-  if (!settled) co_return tl::unexpected(settled.error());
-  const std::chrono::microseconds round_trip = std::max(source.round_trip(), destination.traits().round_trip);
-  options.depth = depth_for(options, round_trip);
-  LanePlan plan = agreed_lanes(options, source, destination, co_await asio::this_coro::executor);
-  Copier copier(source, destination, std::move(options), round_trip, by_reference, std::move(plan));
+  const executor home = co_await asio::this_coro::executor;
+  const DestinationTraits to = destination.traits();
+  // A destination that runs lanes on loops of its own can have no more lanes than it
+  // has loops, and only one if its first loop is not the caller's (lane 0 runs there).
+  std::vector<executor> loops = to.takes_lanes ? destination.lane_loops() : std::vector<executor>{};
+  const std::size_t lane_loops = loops.empty() ? 0 : loops.front() == home ? loops.size() : 1;
+  const std::size_t cpus = std::max(1u, std::thread::hardware_concurrency());
+  auto plan = plan_copy(options, source.traits(), to, source.size(), cpus, lane_loops);
+  if (!plan) co_return tl::unexpected(plan.error());
+  if (plan->lanes > 1) {
+    source.serve_lanes();
+    destination.serve_lanes();
+    if (!loops.empty()) loops.resize(plan->lanes);
+  } else {
+    loops.clear();
+  }
+  Copier copier(source, destination, std::move(options), *plan, std::move(loops));
   co_return co_await copier.run();
 }
 

@@ -1,14 +1,16 @@
 // copy(): moves a Source onto a Destination.
 //
-// The work is done by lanes (engine/copy_lane.hpp), each a pipeline of coroutine
-// stages coupled by bounded channels. Most copies run one lane, on the caller's event
-// loop. Where both ends allow it (Source::serve_lanes, DestinationTraits::takes_lanes:
-// today a local file read into null: or into an NBD export) and the image spans more
-// than one stripe, the copy runs several lanes side by side, each on a loop and thread
-// of its own (the destination's, where it names its own: Destination::lane_loops),
-// claiming stripes of the image in turn and sharing the depth. A lane's thread then
-// does its own page-cache copies instead of handing each read to a kernel worker, a
-// hand-off that costs CPU on every read (docs/benchmarks.md, section "Lanes").
+// copy() first plans the copy from what both ends say of themselves and the options
+// (engine/copy_plan.hpp), then carries the plan out. The work is done by lanes
+// (engine/copy_lane.hpp), each a pipeline of coroutine stages coupled by bounded
+// channels. Most copies run one lane, on the caller's event loop. Where both ends
+// allow it (SourceTraits::serves_lanes, DestinationTraits::takes_lanes: today a local
+// file read into null: or into an NBD export) and the image spans more than one
+// stripe, the copy runs several lanes side by side, each on a loop and thread of its
+// own (the destination's, where it names its own: Destination::lane_loops), claiming
+// stripes of the image in turn and sharing the depth. A lane's thread then does its
+// own page-cache copies instead of handing each read to a kernel worker, a hand-off
+// that costs CPU on every read (docs/benchmarks.md, section "Lanes").
 #pragma once
 
 #include "engine/asio.hpp"

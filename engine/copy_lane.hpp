@@ -9,7 +9,9 @@
 // drops it when the destination is done, so the pool size bounds what is in flight.
 // Write slots bound the writes themselves; they matter where the destination lets go
 // of a buffer before its write completes, and there the pool bounds only how far the
-// reads run ahead (buffers_for).
+// reads run ahead (buffers_for). How many of each, and which way the reader takes for a
+// data item (into a buffer, by reference, or scanned in place: InPlaceScanner), is the
+// copy's plan (engine/copy_plan.hpp); the lane only carries it out.
 //
 // A copy runs one lane on the caller's loop, or several side by side (engine/copier.hpp
 // says when), each on a loop of its own, sharing nothing but the two endpoints, the
@@ -22,11 +24,12 @@
 #include "engine/asio.hpp"
 #include "engine/buffer_pool.hpp"
 #include "engine/copy_options.hpp"
+#include "engine/copy_plan.hpp"
 #include "engine/credits.hpp"
 #include "engine/destination.hpp"
 #include "engine/error.hpp"
 #include "engine/grace_period.hpp"
-#include "engine/mapped_scan_probe.hpp"
+#include "engine/in_place_scanner.hpp"
 #include "engine/progress_tally.hpp"
 #include "engine/source.hpp"
 #include "engine/stats.hpp"
@@ -38,10 +41,10 @@ namespace sluice {
 
 class CopyLane {
  public:
-  // `options`: this lane's (its depth is its share); `by_reference`: whether file data
-  // goes to the destination by reference; `at_home`: this lane runs on the copy's own
-  // loop, where progress calls are made.
-  CopyLane(executor ex, Source& source, Destination& destination, const CopyOptions& options, bool by_reference,
+  // `plan`: the copy's (the lane takes its share); `options`: the copy's, for what the
+  // plan leaves to them (the extent window, --allocated, the mapped-scan probe);
+  // `at_home`: this lane runs on the copy's own loop, where progress calls are made.
+  CopyLane(executor ex, Source& source, Destination& destination, const CopyPlan& plan, const CopyOptions& options,
            Stripes& stripes, ProgressTally& progress, bool at_home);
 
   // Copies the stripes this lane claims until none is left; on the lane's loop.
@@ -60,12 +63,10 @@ class CopyLane {
   awaitable<Status> expand_stripe(const Stripe& stripe, std::uint64_t& seq);
   awaitable<bool> emit(const Extent& extent, std::uint64_t& seq);
   awaitable<Status> read_stage();
+  // The way the read stage takes for an item.
+  enum class ReadWay : std::uint8_t { pass_on, by_reference, scan_in_place, into_buffer };
+  ReadWay read_way(const WorkItem& item) const;
   void mark_by_reference(WorkItem& item);
-  awaitable<Status> scan_by_reference(WorkItem item);
-  // `slot_lent`: set once the scan slot went with a mapping lent to the pieces.
-  awaitable<Status> scan_and_pass_on(WorkItem item, bool& slot_lent);
-  bool measure_scans() const;
-  Result<std::vector<Run>> measured_zero_runs(const MappedRange& range, const Extent& extent);
   awaitable<Status> read_one(WorkItem item, Buffer buffer);
   awaitable<bool> pass_on(WorkItem item);
   awaitable<Status> write_stage();
@@ -83,28 +84,23 @@ class CopyLane {
 
   Source& source_;
   Destination& destination_;
-  DestinationTraits traits_;
+  CopyPlan plan_;
   CopyOptions options_;
   Stripes& stripes_;
   ProgressTally& progress_;
   bool at_home_;
   BufferPool pool_;
-  Credits write_slots_;  // writes and zeros in flight: the depth
+  Credits write_slots_;  // writes and zeros in flight: the lane's depth
   // Data writes in flight, where the destination takes more of them than the depth
   // (DestinationTraits::writes_in_flight); zeros keep to write_slots_.
   Credits data_slots_;
-  Credits scan_slots_;  // mapped scans in flight (zero detection by reference)
   ItemChannel items_;
   ItemChannel filled_;
   TaskGroup stages_;
-  MappedScanProbe scan_probe_;
   GracePeriod grace_;  // started by stop(): then aborts both ends
   TransferStats stats_;
-  bool known_zero_ = false;
-  bool detect_zeros_ = false;
-  bool zero_copy_ = false;
+  InPlaceScanner scanner_;
   bool stopped_ = false;
-  bool wide_data_slots_ = false;
   // The extent last counted in the current stripe (its end and kind), and the kind of
   // that stripe's first extent.
   std::uint64_t counted_end_ = 0;

@@ -1,5 +1,6 @@
 // Knobs of one copy. Defaults are the measured ones (docs/benchmarks.md, section
-// "Why the defaults are what they are").
+// "Why the defaults are what they are"). What a copy makes of them with its two ends
+// is its plan (engine/copy_plan.hpp).
 #pragma once
 
 #include <chrono>
@@ -49,7 +50,8 @@ struct CopyOptions {
   static constexpr std::size_t local_read_ahead_buffers = 2;
 
   // Requests in flight; also the number of buffers, so memory is depth x request_size.
-  // 0: automatic (depth_for): default_depth, more when an end is a long round trip away.
+  // 0: automatic (depth_for, engine/copy_plan.hpp): default_depth, more when an end is
+  // a long round trip away.
   std::size_t depth = 0;
   // 0: automatic, buffered_request_size or spliced_request_size (request_size_for).
   std::size_t request_size = 0;
@@ -76,8 +78,6 @@ struct CopyOptions {
   // copying it, and reads into buffers from then on (MappedScanProbe). 0 gives way
   // after the first scans whatever they cost (tests).
   double mapped_scan_dear_ratio = 1.0;
-  // Boundary every request lies on (both ends' minimum block size); set by copy().
-  std::uint64_t alignment = 1;
   // How much of the source's map to ask for at a time.
   std::uint64_t extent_window = 1ull << 30;
   // Called on the copy's thread as requests complete: when another 1% of the image
@@ -96,45 +96,5 @@ struct CopyOptions {
   static constexpr std::chrono::milliseconds default_stop_grace{5000};
   std::chrono::milliseconds stop_grace = default_stop_grace;
 };
-
-// The request size a copy starts from: options.request_size when set; otherwise
-// spliced_request_size when the payload goes by reference, else buffered_request_size.
-std::size_t request_size_for(const CopyOptions& options, bool by_reference);
-
-// Reconciles the request size, alignment and zero-detection granularity with the
-// block sizes both endpoints impose; fails when they cannot be met together.
-Status settle_sizes(CopyOptions& options, const BlockSizes& source, const BlockSizes& destination);
-
-// The depth a copy runs at: options.depth when set; otherwise default_depth, or, when
-// one end is `round_trip` away, enough requests of options.request_size to cover two
-// round trips at latency_link_bytes_per_second (a request's reply is a round trip
-// behind it, and queueing in the path adds about as much again), at most
-// latency_in_flight_limit bytes. Near ends keep default_depth, which was measured as
-// enough for them (docs/benchmarks.md, section "Depth") and spares a destination's
-// disk a deeper queue:
-// on a long link the extra requests are on the wire, not at the disk.
-std::size_t depth_for(const CopyOptions& options, std::chrono::microseconds round_trip);
-
-// The buffers a lane of `depth` requests reads into. Where the destination holds a
-// buffer until its write completes, the depth: the buffers are what bounds the writes.
-// Where it lets go once the bytes are sent and the source is local (no round trip),
-// local_read_ahead_buffers: more would only fill while every write slot waits for an
-// answer, and each payload then went out several reads after it was read, cold in the
-// caches, slower at more CPU on both ends (docs/benchmarks.md, section "Read ahead").
-// A local source needs no deep read queue: the page
-// cache answers at once, and the kernel reads a cold file ahead of sequential reads.
-// A source a round trip away keeps the depth, which covers its reads' round trips.
-std::size_t buffers_for(std::size_t depth, bool releases_buffers_when_sent,
-                        std::chrono::microseconds source_round_trip);
-
-// The stripe a lane claims at a time: stripe_size rounded up to whole requests and to
-// the alignment, so every stripe but the last ends on both. After settle_sizes.
-std::uint64_t stripe_size_for(const CopyOptions& options);
-
-// The lanes a copy of `image_size` bytes could run in, if both ends allow lanes:
-// options.lanes when set, else one per CPU (`cpus`) up to max_automatic_lanes; never
-// more than options.depth (each lane needs a request in flight) or the stripes. One
-// for an image of a single stripe: a thread would cost more than it saves.
-std::size_t lanes_for(const CopyOptions& options, std::uint64_t image_size, std::size_t cpus);
 
 }  // namespace sluice

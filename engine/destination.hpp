@@ -16,7 +16,26 @@
 
 namespace sluice {
 
+// What a destination says about itself; the copy is planned from it
+// (engine/copy_plan.hpp). The same kind of facts as SourceTraits, and more.
 struct DestinationTraits {
+  BlockSizes block_sizes{};
+  // A network destination's measured round trip (zero: local, or not known). A long one
+  // raises the automatic depth.
+  std::chrono::microseconds round_trip{0};
+  // write() and zero() may be called from several event loops at once, one per lane
+  // of a striped copy (CopyOptions::lanes), once serve_lanes() has been called;
+  // flush() and finish() still come from the copy's own loop, after every lane ended.
+  bool takes_lanes = false;
+  // write_file() may be used: the destination can send bytes straight from a file (a
+  // plain socket that splices).
+  bool takes_file_slices = false;
+  // Sending file slices is faster here than sending buffers, which decides it under
+  // ZeroCopy::automatic. Most destinations that take them should say so.
+  bool file_slices_pay = false;
+  // write_from_pipe() may be used: a file the kernel can splice into (a receiver then
+  // moves payload socket -> pipe -> file, one copy instead of two).
+  bool takes_pipes = false;
   // Every byte already reads as zero (a fresh file, a prezeroed disk): zero ranges
   // need no work at all.
   bool known_zero = false;
@@ -27,19 +46,11 @@ struct DestinationTraits {
   bool discards = false;
   // Writes and zeros must be issued one at a time in offset order (a raw byte stream).
   bool ordered = false;
-  BlockSizes block_sizes{};
-  // write() and zero() may be called from several event loops at once, one per lane
-  // of a striped copy (CopyOptions::lanes); flush() and finish() still come from the
-  // copy's own loop, after every lane has ended.
-  bool takes_lanes = false;
   // Writes the destination takes at once, where that is more than the copy's depth:
   // it bounds what it holds itself (buffers bound their memory, pipes their splices),
   // and short writes that wait together cost less (a data run between zero blocks).
   // 0: the copy's depth.
   std::size_t writes_in_flight = 0;
-  // A network destination's measured round trip (zero: local, or not known). A long one
-  // raises the automatic depth.
-  std::chrono::microseconds round_trip{0};
   // write() lets go of its buffer once the bytes are in the kernel, before the write
   // completes (the NBD client: the server answers later). The copy's buffers then bound
   // only how far reads run ahead of the sends; write slots bound the writes.
@@ -65,33 +76,22 @@ class Destination {
   // The loops the destination's own work runs on (an NBD client's connections), the
   // caller's first, where lanes must run rather than on loops of the copier's own: a
   // lane then drives the part of the destination that lives on its loop, with no hop
-  // to another thread. Empty: lanes may run on any loop. Asked only where takes_lanes.
+  // to another thread. Empty: lanes may run on any loop. Asked only where
+  // traits().takes_lanes.
   virtual std::vector<executor> lane_loops() const { return {}; }
 
   // The copy runs in lanes from now on (on lane_loops(), where it named any); called
   // once on the caller's loop before any lane starts.
   virtual void serve_lanes() {}
 
-  // Whether write_file() may be used: the destination can send bytes straight from a
-  // file (a plain socket that splices).
-  virtual bool takes_file_slices() const { return false; }
-
-  // Whether sending file slices is faster here than sending buffers, which decides it
-  // under ZeroCopy::automatic. Most destinations that can, should.
-  virtual bool file_slices_pay() const { return takes_file_slices(); }
-
   // Writes the bytes `slice` names at `offset`, without them passing through memory.
-  // Only called when takes_file_slices() is true.
+  // Only called when traits().takes_file_slices is true.
   virtual awaitable<Status> write_file(std::uint64_t offset, FileSlice /*slice*/) {
     co_return fail_at("writing from a file", offset, std::make_error_code(std::errc::operation_not_supported));
   }
 
-  // Whether write_from_pipe() may be used: a file the kernel can splice into (a
-  // receiver then moves payload socket -> pipe -> file, one copy instead of two).
-  virtual bool takes_pipes() const { return false; }
-
   // Writes the `length` bytes waiting in the pipe whose read end is `pipe` at
-  // `offset`, leaving the pipe empty. Only called when takes_pipes() is true.
+  // `offset`, leaving the pipe empty. Only called when traits().takes_pipes is true.
   virtual awaitable<Status> write_from_pipe(std::uint64_t offset, int /*pipe*/, std::size_t /*length*/) {
     co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
   }

@@ -19,6 +19,21 @@
 
 namespace sluice {
 
+// What a source says about itself; the copy is planned from it (engine/copy_plan.hpp).
+// The same kind of facts as DestinationTraits.
+struct SourceTraits {
+  BlockSizes block_sizes{};
+  // How long a request takes to come back when nothing else is queued (a network
+  // source's measured round trip); zero for local sources.
+  std::chrono::microseconds round_trip{0};
+  // read() and extents() may be called from several event loops at once, one per lane
+  // of a striped copy (CopyOptions::lanes), once serve_lanes() has been called.
+  bool serves_lanes = false;
+  // file_slice() names where the bytes lie: a plain file, nothing to decode. Their
+  // payload can then go to the destination by reference.
+  bool gives_file_slices = false;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -26,10 +41,7 @@ class Source {
   virtual std::uint64_t size() const = 0;
   virtual std::string format() const { return "raw"; }
   virtual std::string describe() const = 0;
-  virtual BlockSizes block_sizes() const { return {}; }
-  // How long a request takes to come back when nothing else is queued (a network
-  // source's measured round trip); zero for local sources.
-  virtual std::chrono::microseconds round_trip() const { return {}; }
+  virtual SourceTraits traits() const = 0;
 
   // The allocation map from `offset`: contiguous extents starting exactly at `offset`,
   // covering at least one byte, ending no later than size(). They may stop before
@@ -42,16 +54,16 @@ class Source {
   virtual awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) = 0;
 
   // Where the bytes at [offset, offset + length) lie in a file that can be spliced
-  // from, for sources that are plain files (nothing to decode). Zero-copy sends use it.
+  // from. Only called when traits().gives_file_slices is true.
   virtual std::optional<FileSlice> file_slice(std::uint64_t /*offset*/, std::uint64_t /*length*/) const {
     return std::nullopt;
   }
 
-  // Asks the source to serve the lanes of a striped copy (CopyOptions::lanes): read()
-  // and extents() called from several event loops at once, each lane from its own. A
-  // source that agrees reads on the calling loop's thread from then on, so each lane's
-  // thread does its own copying. False: it cannot, and the copy runs one lane.
-  virtual bool serve_lanes() { return false; }
+  // The copy runs in lanes from now on: read() and extents() are called from several
+  // event loops at once, each lane from its own. Called once on the caller's loop
+  // before any lane starts, only where traits().serves_lanes; the source may then read
+  // on the calling loop's thread, so each lane's thread does its own copying.
+  virtual void serve_lanes() {}
 
   virtual awaitable<Status> close() { co_return Status{}; }
 

@@ -5,6 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "engine/copy_plan.hpp"
+
 namespace sluice {
 
 struct TransferStats {
@@ -21,10 +23,7 @@ struct TransferStats {
   std::uint64_t zero_requests = 0;
   std::uint64_t zero_copy_writes = 0;  // writes whose payload was spliced, never copied in
   std::uint64_t peak_buffers = 0;  // most pool blocks in use at once (lanes: the sum of their peaks)
-  std::uint64_t depth = 0;         // requests allowed in flight (the automatic depth resolved)
-  std::uint64_t request_size = 0;  // bytes per data request, as settled with both ends
-  std::uint64_t round_trip_us = 0;  // the farther end's measured round trip; 0 if local
-  std::uint64_t lanes = 1;  // lanes the copy ran in (CopyOptions::lanes)
+  CopyPlan plan;  // what the copy was planned to be: depth, request size, lanes...
   double seconds = 0;
 
   // Transport figures, where the destination has a socket.

@@ -112,6 +112,12 @@ DestinationTraits FileDestination::traits() const {
   // wait at once. A block device's buffered writes each take a turn (and an io-wq
   // worker) of their own, so there the depth stays the bound.
   if (!block_device_) traits.writes_in_flight = FileRing::max_chain;
+  // Not with O_DIRECT: splicing goes through the page cache. From a file source: file
+  // -> pipe -> file inside the kernel, one copy instead of two (page-cache pages are
+  // moved into the pipe, then copied once into the destination).
+  traits.takes_pipes = !direct_fd_;
+  traits.takes_file_slices = !direct_fd_;
+  traits.file_slices_pay = traits.takes_file_slices;
   if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
   return traits;
 }

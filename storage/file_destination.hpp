@@ -29,12 +29,7 @@ class FileDestination final : public Destination {
   DestinationTraits traits() const override;
   std::string describe() const override { return path_; }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
-  // Not with O_DIRECT: splicing goes through the page cache.
-  bool takes_pipes() const override { return !direct_fd_; }
   awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
-  // From a file source: file -> pipe -> file inside the kernel, one copy instead of two
-  // (page-cache pages are moved into the pipe, then copied once into the destination).
-  bool takes_file_slices() const override { return !direct_fd_; }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
   awaitable<Status> flush() override;

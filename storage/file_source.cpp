@@ -40,10 +40,13 @@ FileSource::FileSource(executor ex, std::string path, UniqueFd fd, UniqueFd dire
       block_device_(block_device),
       ring_(FileRing::of(ex)) {}
 
-BlockSizes FileSource::block_sizes() const {
+SourceTraits FileSource::traits() const {
+  SourceTraits traits;
   // Keep O_DIRECT requests aligned; the unaligned tail goes through the page cache.
-  if (direct_fd_) return BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
-  return {};
+  if (direct_fd_) traits.block_sizes = BlockSizes{1, static_cast<std::uint32_t>(direct_alignment), 32u << 20};
+  traits.serves_lanes = true;
+  traits.gives_file_slices = true;  // the image's bytes lie at the same offsets in the file
+  return traits;
 }
 
 awaitable<Result<std::vector<Extent>>> FileSource::extents(std::uint64_t offset,

@@ -19,7 +19,7 @@ class FileSource final : public Source {
 
   std::uint64_t size() const override { return size_; }
   std::string describe() const override { return path_; }
-  BlockSizes block_sizes() const override;
+  SourceTraits traits() const override;
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset,
                                                   std::uint64_t length_hint) override;
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
@@ -28,10 +28,7 @@ class FileSource final : public Source {
     return FileSlice{fd_.get(), offset, length};
   }
   // Reads go through the ring of the loop that calls, on that loop's own thread.
-  bool serve_lanes() override {
-    in_lanes_ = true;
-    return true;
-  }
+  void serve_lanes() override { in_lanes_ = true; }
   // Fails if the file shrank while it was being read.
   awaitable<Status> close() override;
 

@@ -14,15 +14,15 @@ class NullDestination final : public Destination {
     traits.known_zero = true;  // nothing to zero: nothing is kept
     traits.discards = true;
     traits.takes_lanes = true;  // nothing is kept, so nothing is shared
+    // A receiver's spliced payload is dropped where it is, in the kernel: splicing a
+    // pipe into /dev/null releases the page references without reading a byte, so a
+    // link test measures the link and not this process's memory copies.
+    traits.takes_pipes = true;
     return traits;
   }
   std::string describe() const override { return "null:"; }
   awaitable<Status> write(std::uint64_t, Buffer) override { co_return Status{}; }
 
-  // A receiver's spliced payload is dropped where it is, in the kernel: splicing a
-  // pipe into /dev/null releases the page references without reading a byte, so a
-  // link test measures the link and not this process's memory copies.
-  bool takes_pipes() const override { return true; }
   awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
 
   awaitable<Status> zero(std::uint64_t, std::uint64_t, ZeroMode) override { co_return Status{}; }

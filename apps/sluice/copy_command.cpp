@@ -105,7 +105,8 @@ OptionTable copy_options(CopyRequest& r) {
              }});
   table.add({{"stats"}, Takes::nothing, "",
              "print a JSON summary at the end (stdout; stderr with\n"
-             "--progress=xapi)",
+             "--progress=xapi), with the copy's plan: request size,\n"
+             "depth, lanes, buffers, zero-copy, zero detection",
              [&r](const char*) { r.stats = true; }});
   table.text("\nNetwork destinations: tcp://H:P, tls://H:P, unix:///PATH, http(s)://H[:P]/PATH?Q\n");
   table.add(endpoint_flags(r.endpoints));

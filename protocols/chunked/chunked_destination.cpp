@@ -29,6 +29,8 @@ DestinationTraits ChunkedDestination::traits() const {
   traits.ordered = false;         // every chunk carries its offset
   // No preference of its own: --request-size decides, up to vhd-tool's 2 MiB.
   traits.block_sizes = BlockSizes{chunk_sector_size, 4096, max_chunk};
+  traits.takes_file_slices = stream_->splices();
+  traits.file_slices_pay = traits.takes_file_slices;
   return traits;
 }
 

@@ -29,7 +29,6 @@ class ChunkedDestination final : public Destination {
   std::string describe() const override { return what_; }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
-  bool takes_file_slices() const override { return stream_->splices(); }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   // Nothing to do: the protocol has no acknowledgements, so the sender cannot know
   // (or make) the receiver's storage durable; vhd-tool's receiver fsyncs on the

@@ -11,7 +11,7 @@ ReceiveWriter::ReceiveWriter(executor ex, Destination& destination, const Receiv
                              StreamReader& reader)
     : destination_(destination),
       reader_(reader),
-      splicing_(options.zero_copy && reader.stream().splices() && destination.takes_pipes()),
+      splicing_(options.zero_copy && reader.stream().splices() && destination.traits().takes_pipes),
       options_(options),
       pool_(ex, options.depth == 0 ? 1 : options.depth, options.piece),
       pipes_(ex, options.depth == 0 ? 1 : options.depth),

@@ -18,6 +18,8 @@ DestinationTraits RawDestination::traits() const {
   traits.zero_is_cheap = false;
   traits.ordered = true;  // a byte stream has no offsets
   traits.block_sizes = BlockSizes{1, 4096, 32u << 20};
+  traits.takes_file_slices = stream_->splices();
+  traits.file_slices_pay = traits.takes_file_slices;
   return traits;
 }
 

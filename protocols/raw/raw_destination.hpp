@@ -19,7 +19,6 @@ class RawDestination final : public Destination {
   std::string describe() const override { return what_; }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
-  bool takes_file_slices() const override { return stream_->splices(); }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> flush() override { co_return Status{}; }
   // Sends zeros up to the image's end if the copier skipped the last range, then

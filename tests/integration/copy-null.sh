@@ -42,6 +42,11 @@ one_lane=$out
 assert_eq "lanes when asked for one" "$(json_field "$one_lane" lanes)" 1
 expect_ok "$SLUICE" copy --stats --lanes 2 "$scratch/striped" null:
 assert_eq "lanes when asked for two" "$(json_field "$out" lanes)" 2
+# The plan --stats prints: the depth shared by the lanes, no zeros looked for.
+assert_eq "the plan's lanes" "$(json_field "$out" plan.lanes)" 2
+assert_eq "the plan's lane depth" "$(json_field "$out" plan.lane_depth)" 4
+assert_eq "the plan's stripe" "$(json_field "$out" plan.stripe_size)" $((64 * M))
+assert_eq "the plan's zero scan into null:" "$(json_field "$out" plan.zero_scan)" none
 for field in bytes_read bytes_written data_extents hole_extents zero_extents reads; do
   assert_eq "$field in two lanes" "$(json_field "$out" "$field")" "$(json_field "$one_lane" "$field")"
 done

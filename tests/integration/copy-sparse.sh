@@ -163,6 +163,14 @@ for mode in --no-zero-copy --zero-copy; do
   assert_le "writes of the scattered copy, one per run ($mode)" 683 "$(json_field "$out" writes)"
   assert_le "writes of the scattered copy, at most one per run and request ($mode)" "$(json_field "$out" writes)" 700
   assert_eq "spliced writes of the scattered copy ($mode)" "$(json_field "$out" zero_copy_writes)" 0
+  # The plan --stats prints says where the zeros were looked for.
+  if [[ $mode == --zero-copy ]]; then
+    assert_eq "the plan's zero scan ($mode)" "$(json_field "$out" plan.zero_scan)" in_place
+    assert_eq "the plan's payload by reference ($mode)" "$(json_field "$out" plan.by_reference)" True
+  else
+    assert_eq "the plan's zero scan ($mode)" "$(json_field "$out" plan.zero_scan)" in_buffers
+    assert_eq "the plan's payload by reference ($mode)" "$(json_field "$out" plan.by_reference)" False
+  fi
 done
 assert_eq "pool buffers of the scattered copy from the mapping" "$(json_field "$out" peak_buffers)" 0
 

@@ -204,9 +204,11 @@ expect_fail() {
   [[ $err == *"$message"* ]] || fail "'$*': stderr lacks '$message'; it said: $err"
 }
 
-# json_field JSON KEY: one top-level field of a JSON object.
+# json_field JSON KEY: one field of a JSON object; KEY may name a nested one (plan.lanes).
 json_field() {
-  "$PYTHON" -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"
+  "$PYTHON" -c '
+import functools, json, sys
+print(functools.reduce(lambda v, k: v[k], sys.argv[2].split("."), json.loads(sys.argv[1])))' "$1" "$2"
 }
 
 # wait_until_open PID FILE: waits (up to 20 s) until process PID holds FILE open, which

@@ -8,6 +8,7 @@
 
 #include "engine/cancellation.hpp"
 #include "engine/copier.hpp"
+#include "engine/copy_plan.hpp"
 #include "engine/mapped_scan_probe.hpp"
 #include "copy_scenarios.hpp"
 #include "memory_endpoints.hpp"
@@ -347,8 +348,8 @@ TEST_CASE("the automatic depth follows the destination's round trip; an explicit
     auto stats = test::run(copy(source, sink, options));
     REQUIRE(stats);
     CHECK(sink.image == test::patterned(image_size, sample_map));
-    CHECK(stats->depth == CopyOptions::default_depth);
-    CHECK(stats->round_trip_us == 0);
+    CHECK(stats->plan.depth == CopyOptions::default_depth);
+    CHECK(stats->plan.round_trip.count() == 0);
     CHECK(sink.max_in_flight <= CopyOptions::default_depth);
   }
   SUBCASE("20 ms away: deeper, and the copy uses it") {
@@ -358,12 +359,12 @@ TEST_CASE("the automatic depth follows the destination's round trip; an explicit
     auto stats = test::run(copy(source, sink, options));
     REQUIRE(stats);
     CHECK(sink.image == test::patterned(image_size, sample_map));
-    CHECK(stats->depth == depth_for(options, std::chrono::milliseconds(20)));
-    CHECK(stats->depth > CopyOptions::default_depth);
-    CHECK(stats->round_trip_us == 20000);
+    CHECK(stats->plan.depth == depth_for(0, options.request_size, std::chrono::milliseconds(20)));
+    CHECK(stats->plan.depth > CopyOptions::default_depth);
+    CHECK(stats->plan.round_trip == std::chrono::milliseconds(20));
     CHECK(stats->peak_buffers > CopyOptions::default_depth);  // more than 8 requests were under way
     CHECK(sink.max_in_flight > CopyOptions::default_depth);
-    CHECK(sink.max_in_flight <= stats->depth);
+    CHECK(sink.max_in_flight <= stats->plan.depth);
   }
   SUBCASE("20 ms away with --depth 4: 4") {
     CheckingSink sink(image_size);
@@ -371,7 +372,7 @@ TEST_CASE("the automatic depth follows the destination's round trip; an explicit
     options.depth = 4;
     auto stats = test::run(copy(source, sink, options));
     REQUIRE(stats);
-    CHECK(stats->depth == 4);
+    CHECK(stats->plan.depth == 4);
     CHECK(sink.max_in_flight <= 4);
   }
 }
@@ -391,8 +392,12 @@ namespace {
 class SlicingSink final : public CheckingSink {
  public:
   using CheckingSink::CheckingSink;
-  bool takes_file_slices() const override { return true; }
-  bool file_slices_pay() const override { return slices_pay; }
+  DestinationTraits traits() const override {
+    DestinationTraits traits = traits_;
+    traits.takes_file_slices = true;
+    traits.file_slices_pay = slices_pay;
+    return traits;
+  }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override {
     begin(offset, slice.length);
     largest_write = std::max<std::uint64_t>(largest_write, slice.length);
@@ -562,7 +567,7 @@ TEST_CASE("the automatic request size: smaller where the payload passes through 
     auto stats = test::run(copy(source, sink, automatic));
     REQUIRE(stats);
     CHECK(sink.image == bytes);
-    CHECK(stats->request_size == CopyOptions::buffered_request_size);
+    CHECK(stats->plan.request_size == CopyOptions::buffered_request_size);
     CHECK(sink.largest_write <= CopyOptions::buffered_request_size);
     CHECK(sink.largest_write > CopyOptions::buffered_request_size / 2);
   }
@@ -573,7 +578,7 @@ TEST_CASE("the automatic request size: smaller where the payload passes through 
     REQUIRE(stats);
     CHECK(sink.image == bytes);
     CHECK(sink.slices > 0);
-    CHECK(stats->request_size == CopyOptions::spliced_request_size);
+    CHECK(stats->plan.request_size == CopyOptions::spliced_request_size);
     CHECK(sink.largest_write == CopyOptions::spliced_request_size);
   }
   SUBCASE("set by the caller") {
@@ -583,7 +588,7 @@ TEST_CASE("the automatic request size: smaller where the payload passes through 
     auto stats = test::run(copy(source, sink, options));
     REQUIRE(stats);
     CHECK(sink.image == bytes);
-    CHECK(stats->request_size == 512 * 1024);
+    CHECK(stats->plan.request_size == 512 * 1024);
     CHECK(sink.largest_write == 512 * 1024);
   }
   ::close(fd);

@@ -52,10 +52,12 @@ class LaneSource final : public Source {
     co_return Status{};
   }
 
-  bool serve_lanes() override {
-    asked_for_lanes = true;
-    return allow_lanes;
+  SourceTraits traits() const override {
+    SourceTraits traits;
+    traits.serves_lanes = allow_lanes;
+    return traits;
   }
+  void serve_lanes() override { served_lanes = true; }
 
   void note_thread() {
     std::lock_guard lock(mutex);
@@ -63,7 +65,7 @@ class LaneSource final : public Source {
   }
 
   bool allow_lanes = true;
-  bool asked_for_lanes = false;
+  bool served_lanes = false;
   std::optional<std::uint64_t> fail_read_at;
   std::mutex mutex;
   std::set<std::thread::id> reader_threads;
@@ -206,7 +208,7 @@ TEST_CASE("lanes: every byte lands once, reads run on every lane's thread, flush
   };
   auto stats = test::run(copy(source, sink, options));
   REQUIRE(stats);
-  CHECK(stats->lanes == 2);
+  CHECK(stats->plan.lanes == 2);
   CHECK(sink.image == test::patterned(image_size, lane_map));
   CHECK(sink.every_byte_once());
   CHECK(sink.corruptions == 0);
@@ -215,7 +217,7 @@ TEST_CASE("lanes: every byte lands once, reads run on every lane's thread, flush
   CHECK(sink.writer_threads.size() == 2);
   CHECK(sink.max_in_flight <= 8);
   CHECK(stats->peak_buffers <= 8);
-  CHECK(stats->depth == 8);
+  CHECK(stats->plan.depth == 8);
   CHECK(sink.flushed);
   CHECK(sink.finished);
   CHECK(sink.flush_thread == caller);
@@ -238,8 +240,8 @@ TEST_CASE("lanes: the extents counted and the bytes moved are those of one lane"
   };
   const TransferStats one = run_with(1);
   const TransferStats three = run_with(3);
-  CHECK(one.lanes == 1);
-  CHECK(three.lanes == 3);
+  CHECK(one.plan.lanes == 1);
+  CHECK(three.plan.lanes == 3);
   CHECK(one.data_extents == 2);
   CHECK(one.hole_extents == 1);
   CHECK(one.zero_extents == 1);
@@ -285,7 +287,7 @@ TEST_CASE("lanes: progress calls stay bounded however small the pieces, and the 
   LaneSink sink(size);
   auto counted = test::count_progress_calls(source, sink, lane_options(2));
   REQUIRE(counted.stats);
-  CHECK(counted.stats->lanes == 2);
+  CHECK(counted.stats->plan.lanes == 2);
   CHECK(sink.image == image);
   CHECK(counted.stats->zero_requests >= 2000);  // the pieces were that small
   // A lane elsewhere asks for calls as the home lane makes them.
@@ -300,8 +302,8 @@ TEST_CASE("lanes: one lane where an end does not allow them, and the source is n
     sink.traits_.takes_lanes = false;
     auto stats = test::run(copy(source, sink, lane_options(2)));
     REQUIRE(stats);
-    CHECK(stats->lanes == 1);
-    CHECK_FALSE(source.asked_for_lanes);
+    CHECK(stats->plan.lanes == 1);
+    CHECK_FALSE(source.served_lanes);
     CHECK(source.reader_threads.size() == 1);
     CHECK(sink.every_byte_once());
   }
@@ -311,8 +313,9 @@ TEST_CASE("lanes: one lane where an end does not allow them, and the source is n
     LaneSink sink(image_size);
     auto stats = test::run(copy(source, sink, lane_options(2)));
     REQUIRE(stats);
-    CHECK(stats->lanes == 1);
-    CHECK(source.asked_for_lanes);
+    CHECK(stats->plan.lanes == 1);
+    CHECK_FALSE(source.served_lanes);
+    CHECK_FALSE(sink.served_lanes);
     CHECK(source.reader_threads.size() == 1);
     CHECK(sink.every_byte_once());
   }
@@ -323,7 +326,7 @@ TEST_CASE("lanes: one lane where an end does not allow them, and the source is n
     sink.traits_.takes_lanes = false;
     auto stats = test::run(copy(source, sink, lane_options(4)));
     REQUIRE(stats);
-    CHECK(stats->lanes == 1);
+    CHECK(stats->plan.lanes == 1);
   }
 }
 
@@ -346,7 +349,7 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
     sink.hold_until_writers = 3;
     auto stats = test::run(home, copy(source, sink, lane_options(4)));
     REQUIRE(stats);
-    CHECK(stats->lanes == 3);
+    CHECK(stats->plan.lanes == 3);
     CHECK(sink.served_lanes);
     CHECK(sink.every_byte_once());
     CHECK(sink.image == test::patterned(image_size, lane_map));
@@ -360,7 +363,7 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
     sink.hold_until_writers = 2;
     auto stats = test::run(home, copy(source, sink, lane_options(2)));
     REQUIRE(stats);
-    CHECK(stats->lanes == 2);
+    CHECK(stats->plan.lanes == 2);
     CHECK(sink.writer_threads == std::set<std::thread::id>{caller, own_threads[0]});
     CHECK(sink.every_byte_once());
   }
@@ -368,9 +371,9 @@ TEST_CASE("lanes: a destination with loops of its own has the lanes on them, no 
     sink.own_loops = {own.at(0), own.at(1)};
     auto stats = test::run(home, copy(source, sink, lane_options(2)));
     REQUIRE(stats);
-    CHECK(stats->lanes == 1);
+    CHECK(stats->plan.lanes == 1);
     CHECK_FALSE(sink.served_lanes);
-    CHECK_FALSE(source.asked_for_lanes);
+    CHECK_FALSE(source.served_lanes);
     CHECK(sink.writer_threads == std::set<std::thread::id>{caller});
     CHECK(sink.every_byte_once());
   }

@@ -43,7 +43,13 @@ class MemorySource final : public Source {
 
   std::uint64_t size() const override { return image_.size(); }
   std::string describe() const override { return "memory"; }
-  BlockSizes block_sizes() const override { return sizes; }
+  SourceTraits traits() const override {
+    SourceTraits traits;
+    traits.block_sizes = sizes;
+    traits.round_trip = far;
+    traits.gives_file_slices = slice_fd >= 0;
+    return traits;
+  }
 
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length) override {
     co_return extents_within(map_, offset, length);
@@ -69,12 +75,10 @@ class MemorySource final : public Source {
 
   // With a descriptor holding the same bytes: offers them as file slices.
   std::optional<FileSlice> file_slice(std::uint64_t offset, std::uint64_t length) const override {
-    if (slice_fd < 0) return std::nullopt;
     return FileSlice{slice_fd, offset, length};
   }
 
   void abort() override { aborted = true; }
-  std::chrono::microseconds round_trip() const override { return far; }
 
   BlockSizes sizes{};
   std::chrono::microseconds far{0};  // nonzero: a source a round trip away

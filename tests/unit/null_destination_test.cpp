@@ -28,7 +28,7 @@ TEST_CASE("null: drains a spliced payload completely, pipe after pipe") {
   auto pipe = Pipe::create();
   REQUIRE(pipe);
   NullDestination sink;
-  REQUIRE(sink.takes_pipes());
+  REQUIRE(sink.traits().takes_pipes);
   for (std::size_t length : {std::size_t{1}, std::size_t{4096}, pipe->capacity()}) {
     std::vector<std::byte> payload(length, std::byte{0x5a});
     REQUIRE(pipe->put(payload));

@@ -68,15 +68,15 @@ DestinationTraits NbdDestination::traits() const {
   traits.round_trip = facts().round_trip;
   traits.releases_buffers_when_sent = true;  // Connection::write drops it once sent
   traits.takes_lanes = true;
+  traits.takes_file_slices = client_->splices();
+  // No: slower than buffered WRITEs on loopback, no faster through the rig's relay
+  // (docs/benchmarks.md, section "The NBD client's WRITEs stay buffered").
+  traits.file_slices_pay = false;
   return traits;
 }
 
 awaitable<Status> NbdDestination::write(std::uint64_t offset, Buffer data) {
   co_return co_await client_->write(offset, std::move(data));
-}
-
-bool NbdDestination::takes_file_slices() const {
-  return client_->splices();
 }
 
 awaitable<Status> NbdDestination::write_file(std::uint64_t offset, FileSlice slice) {

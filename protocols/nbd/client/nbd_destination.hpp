@@ -45,10 +45,6 @@ class NbdDestination final : public Destination {
   // Lanes run on the connections' loops, each lane writing through its own.
   std::vector<executor> lane_loops() const override { return client_->loops(); }
   void serve_lanes() override { client_->serve_lanes(); }
-  bool takes_file_slices() const override;
-  // No: slower than buffered WRITEs on loopback, no faster through the rig's relay
-  // (docs/benchmarks.md, section "The NBD client's WRITEs stay buffered").
-  bool file_slices_pay() const override { return false; }
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
   awaitable<Status> flush() override;

@@ -23,8 +23,12 @@ class NbdSource final : public Source {
 
   std::uint64_t size() const override { return client_->facts().size; }
   std::string describe() const override { return client_->display(); }
-  BlockSizes block_sizes() const override { return client_->facts().block_sizes; }
-  std::chrono::microseconds round_trip() const override { return client_->facts().round_trip; }
+  SourceTraits traits() const override {
+    SourceTraits traits;
+    traits.block_sizes = client_->facts().block_sizes;
+    traits.round_trip = client_->facts().round_trip;
+    return traits;
+  }
   awaitable<Result<std::vector<Extent>>> extents(std::uint64_t offset, std::uint64_t length_hint) override;
   awaitable<Status> read(std::uint64_t offset, std::span<std::byte> into) override;
   awaitable<Status> close() override;
