@@ -128,14 +128,14 @@ awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
   co_return Status{};
 }
 
-awaitable<Status> FileDestination::splice_into_file(int pipe, std::uint64_t offset, std::size_t length) {
+awaitable<Status> FileDestination::splice_into_file(std::uint64_t offset, std::size_t length, int pipe) {
   if (Status s = co_await page_cache_.turns().acquire(); !s) co_return s;
   CreditHeld turn{page_cache_.turns()};
   co_return co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length);
 }
 
-awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) {
-  if (Status s = co_await splice_into_file(pipe, offset, length); !s) co_return s;
+awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) {
+  if (Status s = co_await splice_into_file(offset, length, pipe); !s) co_return s;
   if (writeback_window_ > 0) co_return co_await write_behind(offset, length);
   co_return Status{};
 }
@@ -155,7 +155,7 @@ awaitable<Status> FileDestination::splice_from_file(Pipe& pipe, FileSlice slice,
     const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(slice.length - done, pipe.capacity()));
     if (Status s = co_await splice_file_to_pipe(ring_, slice.fd, slice.offset + done, pipe.write_end(), chunk); !s)
       co_return s;
-    if (Status s = co_await splice_into_file(pipe.read_end(), offset + done, chunk); !s) co_return s;
+    if (Status s = co_await splice_into_file(offset + done, chunk, pipe.read_end()); !s) co_return s;
     done += chunk;
   }
   co_return Status{};

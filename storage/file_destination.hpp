@@ -32,7 +32,7 @@ class FileDestination final : public Destination {
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
   // Not with O_DIRECT: splicing goes through the page cache.
   bool takes_pipes() const override { return !direct_fd_; }
-  awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
+  awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) override;
   // From a file source: file -> pipe -> file inside the kernel, one copy instead of two
   // (page-cache pages are moved into the pipe, then copied once into the destination).
   bool takes_file_slices() const override { return !direct_fd_; }
@@ -49,7 +49,7 @@ class FileDestination final : public Destination {
   awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset);
   // pipe -> file through the page cache, in its turn (page_cache_).
-  awaitable<Status> splice_into_file(int pipe, std::uint64_t offset, std::size_t length);
+  awaitable<Status> splice_into_file(std::uint64_t offset, std::size_t length, int pipe);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
 

@@ -23,7 +23,7 @@ class NullDestination final : public Destination {
   // pipe into /dev/null releases the page references without reading a byte, so a
   // link test measures the link and not this process's memory copies.
   bool takes_pipes() const override { return true; }
-  awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
+  awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) override;
 
   awaitable<Status> zero(std::uint64_t, std::uint64_t, ZeroMode) override { co_return Status{}; }
   awaitable<Status> flush() override { co_return Status{}; }
