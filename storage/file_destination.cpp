@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <limits>
 
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 
 namespace sluice {
 

@@ -9,7 +9,7 @@
 
 #include "engine/buffer.hpp"
 #include "storage/file_extents.hpp"
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 
 namespace sluice {
 
@@ -57,14 +57,14 @@ Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::strin
   return std::unique_ptr<FileImage>(new FileImage(ex, path, std::move(fd), std::move(direct), *info, options));
 }
 
-FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const ImageFile& file,
+FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const FileFacts& facts,
                      const FileImageOptions& options)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
-      size_(file.size),
-      block_device_(file.block_device),
-      memory_backed_(file.memory_backed),
+      size_(facts.size),
+      block_device_(facts.block_device),
+      memory_backed_(facts.memory_backed),
       zeroing_(block_device_ ? FileKind::block_device : FileKind::regular),
       ring_(FileRing::of(ex)),
       slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)),

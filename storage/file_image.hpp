@@ -12,7 +12,7 @@
 #include "engine/image.hpp"
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 #include "storage/page_cache_writer.hpp"
 #include "storage/zeroing_ladder.hpp"
 
@@ -57,7 +57,7 @@ class FileImage final : public Image {
   bool is_block_device() const { return block_device_; }
 
  private:
-  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const ImageFile& file,
+  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const FileFacts& facts,
             const FileImageOptions& options);
   // The O_DIRECT descriptor for aligned requests when asked for, else the buffered one.
   int descriptor_for(std::uint64_t offset, std::size_t size, const void* memory) const;
