@@ -123,7 +123,7 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
 
 awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
   // `data` lives in this frame until the write has completed.
-  if (Status s = co_await write_span(offset, data.data()); !s) co_return s;
+  if (Status s = co_await write_span(offset, data.bytes()); !s) co_return s;
   if (writeback_window_ > 0 && !direct_fd_) co_return co_await write_behind(offset, data.size());
   co_return Status{};
 }

@@ -54,7 +54,7 @@ awaitable<Result<std::size_t>> ReceiveWriter::receive_buffered(std::uint64_t off
     if (!buffer) co_return tl::unexpected(buffer.error());
     buffer->truncate(std::min(length - done, buffer->size()));
     const std::size_t wanted = buffer->size();
-    auto n = co_await reader_.read_up_to(buffer->data());
+    auto n = co_await reader_.read_up_to(buffer->writable());
     if (!n) co_return tl::unexpected(n.error());
     buffer->truncate(*n);
     if (*n > 0) {
