@@ -61,19 +61,25 @@ Buffer Buffer::allocate(std::size_t size, std::size_t headroom, std::size_t alig
 }
 
 Buffer Buffer::borrow(std::span<const std::byte> memory, std::shared_ptr<const void> lender) {
-  // const_cast: Buffer hands out writable spans, and these bytes are never written
-  // (no headroom; a borrowed payload is only ever sent or written out).
+  // const_cast: a Block holds writable memory; writable() and prefix() refuse these
+  // bytes (a lender, no headroom), so they are only ever read.
   auto* block = new detail::Block{const_cast<std::byte*>(memory.data()), 0, memory.size(), 0, nullptr,
                                   std::move(lender)};
   return Buffer(block, 0, memory.size(), 0);
 }
 
-std::span<std::byte> Buffer::prefix(std::size_t n) const {
+std::span<std::byte> Buffer::writable() {
+  if (block_ == nullptr) return {};
+  assert(!block_->lender && "a borrowed buffer is read-only");
+  return {block_->memory + begin_, end_ - begin_};
+}
+
+std::span<std::byte> Buffer::prefix(std::size_t n) {
   assert(n <= headroom_);
   return {block_->memory + begin_ - n, n};
 }
 
-std::span<std::byte> Buffer::with_prefix(std::size_t n) const {
+std::span<const std::byte> Buffer::with_prefix(std::size_t n) const {
   assert(n <= headroom_);
   return {block_->memory + begin_ - n, n + size()};
 }

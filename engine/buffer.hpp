@@ -47,25 +47,29 @@ class Buffer {
   static Buffer allocate(std::size_t size, std::size_t headroom = 0, std::size_t alignment = 4096);
 
   // A read-only window on memory `lender` keeps alive (a mapping of the source file),
-  // held until the last handle on it goes. Nothing may be written into it: data()
-  // is for reading only, and no window of it has headroom.
+  // held until the last handle on it goes. Nothing may be written into it: it has no
+  // writable() bytes and no headroom.
   static Buffer borrow(std::span<const std::byte> memory, std::shared_ptr<const void> lender);
 
-  std::span<std::byte> data() const {
+  // The window, to read (send it, scan it, write it out).
+  std::span<const std::byte> bytes() const {
     if (block_ == nullptr) return {};  // a default-constructed (or moved-from) buffer
     return {block_->memory + begin_, end_ - begin_};
   }
+  // The window, to fill: only through a handle its holder may change, and never on
+  // borrowed memory.
+  std::span<std::byte> writable();
   std::size_t size() const { return end_ - begin_; }
   bool empty() const { return block_ == nullptr || end_ == begin_; }
   explicit operator bool() const { return block_ != nullptr; }
 
-  // Writable bytes directly in front of data(): the block's headroom for a window at
-  // its start, or bytes of a neighbouring run nobody will send (see share()).
+  // Writable bytes directly in front of the window: the block's headroom for a window
+  // at its start, or bytes of a neighbouring run nobody will send (see share()).
   std::size_t headroom() const { return headroom_; }
-  // The `n` bytes just before data(), followed contiguously by data().
-  std::span<std::byte> prefix(std::size_t n) const;
-  // prefix(n) and data() as one span.
-  std::span<std::byte> with_prefix(std::size_t n) const;
+  // The `n` bytes just before the window, to write a header into.
+  std::span<std::byte> prefix(std::size_t n);
+  // prefix(n) and the window as one span, to send.
+  std::span<const std::byte> with_prefix(std::size_t n) const;
 
   // Another handle on [offset, offset + length) of this window. `headroom` is how many
   // bytes before the new window the caller guarantees are free for a header.

@@ -174,7 +174,7 @@ void CopyLane::mark_by_reference(WorkItem& item) {
 awaitable<Status> CopyLane::read_one(WorkItem item, Buffer buffer) {
   buffer.truncate(item.extent.length);
   ++stats_.reads;
-  Status status = co_await source_.read(item.extent.offset, buffer.data());
+  Status status = co_await source_.read(item.extent.offset, buffer.writable());
   if (!status) co_return status;
   stats_.bytes_read += item.extent.length;
   if (plan_.zero_scan == ZeroScan::none) {
@@ -184,7 +184,7 @@ awaitable<Status> CopyLane::read_one(WorkItem item, Buffer buffer) {
   }
   // Each data run keeps a share of the block; a run after a zero run may put its
   // header into those zeros, which nobody sends.
-  auto runs = scan_zero_runs(buffer.data(), item.extent.offset, plan_.sparse);
+  auto runs = scan_zero_runs(buffer.bytes(), item.extent.offset, plan_.sparse);
   std::size_t free_before = buffer.headroom();
   for (const Run& run : runs) {
     WorkItem piece{item.seq, Extent{item.extent.offset + run.offset, run.length,

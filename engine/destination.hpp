@@ -92,7 +92,8 @@ class Destination {
 
   // Writes the `length` bytes waiting in the pipe whose read end is `pipe` at
   // `offset`, leaving the pipe empty. Only called when traits().takes_pipes is true.
-  virtual awaitable<Status> write_from_pipe(std::uint64_t offset, int /*pipe*/, std::size_t /*length*/) {
+  // The arguments come in Image::write_from_pipe's order.
+  virtual awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t /*length*/, int /*pipe*/) {
     co_return fail_at("writing from a pipe", offset, std::make_error_code(std::errc::operation_not_supported));
   }
 

@@ -1,7 +1,6 @@
 #include "storage/file_destination.hpp"
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,8 +9,7 @@
 #include <cerrno>
 #include <limits>
 
-#include "storage/fallocate_outcome.hpp"
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 
 namespace sluice {
 
@@ -26,7 +24,6 @@ constexpr std::size_t block_device_writers = 256;
 
 namespace {
 constexpr std::uint64_t direct_alignment = 4096;
-constexpr std::size_t zero_chunk = 1u << 20;
 
 // RLIMIT_FSIZE (`ulimit -f`): a write past it fails with EFBIG (SIGXFSZ is ignored by
 // the CLI); known before the copy, it is refused before anything is touched.
@@ -99,6 +96,7 @@ FileDestination::FileDestination(executor ex, std::string path, UniqueFd fd, Uni
       direct_fd_(std::move(direct_fd)),
       block_device_(block_device),
       known_zero_(known_zero),
+      zeroing_(block_device ? FileKind::block_device : FileKind::regular),
       ring_(FileRing::of(ex)),
       writeback_window_(writeback_window),
       pipes_(ex, pipes_per_destination),
@@ -131,19 +129,19 @@ awaitable<Status> FileDestination::write_span(std::uint64_t offset, std::span<co
 
 awaitable<Status> FileDestination::write(std::uint64_t offset, Buffer data) {
   // `data` lives in this frame until the write has completed.
-  if (Status s = co_await write_span(offset, data.data()); !s) co_return s;
+  if (Status s = co_await write_span(offset, data.bytes()); !s) co_return s;
   if (writeback_window_ > 0 && !direct_fd_) co_return co_await write_behind(offset, data.size());
   co_return Status{};
 }
 
-awaitable<Status> FileDestination::splice_into_file(int pipe, std::uint64_t offset, std::size_t length) {
+awaitable<Status> FileDestination::splice_into_file(std::uint64_t offset, std::size_t length, int pipe) {
   if (Status s = co_await page_cache_.turns().acquire(); !s) co_return s;
   CreditHeld turn{page_cache_.turns()};
   co_return co_await splice_pipe_to_file(ring_, pipe, fd_.get(), offset, length);
 }
 
-awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) {
-  if (Status s = co_await splice_into_file(pipe, offset, length); !s) co_return s;
+awaitable<Status> FileDestination::write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) {
+  if (Status s = co_await splice_into_file(offset, length, pipe); !s) co_return s;
   if (writeback_window_ > 0) co_return co_await write_behind(offset, length);
   co_return Status{};
 }
@@ -163,7 +161,7 @@ awaitable<Status> FileDestination::splice_from_file(Pipe& pipe, FileSlice slice,
     const auto chunk = static_cast<std::size_t>(std::min<std::uint64_t>(slice.length - done, pipe.capacity()));
     if (Status s = co_await splice_file_to_pipe(ring_, slice.fd, slice.offset + done, pipe.write_end(), chunk); !s)
       co_return s;
-    if (Status s = co_await splice_into_file(pipe.read_end(), offset + done, chunk); !s) co_return s;
+    if (Status s = co_await splice_into_file(offset + done, chunk, pipe.read_end()); !s) co_return s;
     done += chunk;
   }
   co_return Status{};
@@ -205,40 +203,13 @@ awaitable<Status> FileDestination::write_behind(std::uint64_t offset, std::uint6
 }
 
 awaitable<Status> FileDestination::zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) {
-  // Cheapest first: punching a hole (reads as zeros, frees space), then zeroing the
-  // range in place (stays allocated), then writing zeros.
-  if (mode == ZeroMode::may_punch && punch_supported_) {
-    int ret = co_await ring_.fallocate(fd_.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
-    switch (classify_fallocate(ret, block_device_)) {
-      case FallocateOutcome::done: co_return Status{};
-      case FallocateOutcome::refused_here: break;
-      case FallocateOutcome::unsupported: punch_supported_ = false; break;
-      case FallocateOutcome::failed: co_return fail_at("punching a hole", offset, errno_code(-ret));
-    }
-  }
-  if (zero_range_supported_) {
-    int ret = co_await ring_.fallocate(fd_.get(), FALLOC_FL_ZERO_RANGE | (block_device_ ? 0 : FALLOC_FL_KEEP_SIZE),
-                                       offset, length);
-    switch (classify_fallocate(ret, block_device_)) {
-      case FallocateOutcome::done: co_return Status{};
-      case FallocateOutcome::refused_here: break;
-      case FallocateOutcome::unsupported: zero_range_supported_ = false; break;
-      case FallocateOutcome::failed: co_return fail_at("zeroing", offset, errno_code(-ret));
-    }
-  }
-  co_return co_await write_zeros(offset, length);
-}
-
-awaitable<Status> FileDestination::write_zeros(std::uint64_t offset, std::uint64_t length) {
-  Buffer zeros = Buffer::allocate(static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_chunk)));
-  std::fill(zeros.data().begin(), zeros.data().end(), std::byte{0});
-  while (length > 0) {
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, zeros.size()));
-    if (Status s = co_await write_span(offset, zeros.data().first(n)); !s) co_return s;
-    offset += n;
-    length -= n;
-  }
-  co_return Status{};
+  const ZeroingNeeds needs{.may_deallocate = mode == ZeroMode::may_punch, .fast_only = false};
+  Result<bool> zeroed = co_await zeroing_.zero(ring_, fd_.get(), offset, length, needs);
+  if (!zeroed) co_return tl::unexpected(zeroed.error());
+  if (*zeroed) co_return Status{};
+  co_return co_await write_zeros(offset, length, [this](std::uint64_t at, std::span<const std::byte> zeros) {
+    return write_span(at, zeros);
+  });
 }
 
 awaitable<Status> FileDestination::flush() {

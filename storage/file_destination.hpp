@@ -2,7 +2,7 @@
 //
 // A regular file is created or truncated and sized to the source, so it is known to
 // read as zeros and holes stay holes. A block device keeps its contents, so zero
-// ranges are punched or zeroed explicitly; so does a file opened with keep_contents.
+// ranges are zeroed (ZeroingLadder), as are those of a file opened with keep_contents.
 #pragma once
 
 #include <deque>
@@ -17,6 +17,7 @@
 #include "engine/uring/pipe_pool.hpp"
 #include "storage/file_options.hpp"
 #include "storage/page_cache_writer.hpp"
+#include "storage/zeroing_ladder.hpp"
 
 namespace sluice {
 
@@ -29,7 +30,7 @@ class FileDestination final : public Destination {
   DestinationTraits traits() const override;
   std::string describe() const override { return path_; }
   awaitable<Status> write(std::uint64_t offset, Buffer data) override;
-  awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
+  awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) override;
   awaitable<Status> write_file(std::uint64_t offset, FileSlice slice) override;
   awaitable<Status> zero(std::uint64_t offset, std::uint64_t length, ZeroMode mode) override;
   awaitable<Status> flush() override;
@@ -43,8 +44,7 @@ class FileDestination final : public Destination {
   awaitable<Status> write_behind(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> splice_from_file(Pipe& pipe, FileSlice slice, std::uint64_t offset);
   // pipe -> file through the page cache, in its turn (page_cache_).
-  awaitable<Status> splice_into_file(int pipe, std::uint64_t offset, std::size_t length);
-  awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
+  awaitable<Status> splice_into_file(std::uint64_t offset, std::size_t length, int pipe);
   // Writes through O_DIRECT when asked for and aligned, else through the page cache.
   awaitable<Status> write_span(std::uint64_t offset, std::span<const std::byte> bytes);
 
@@ -53,8 +53,7 @@ class FileDestination final : public Destination {
   UniqueFd direct_fd_;
   bool block_device_;
   bool known_zero_;
-  bool punch_supported_ = true;
-  bool zero_range_supported_ = true;
+  ZeroingLadder zeroing_;
   FileRing& ring_;
   std::uint64_t writeback_window_;
   PipePool pipes_;  // for write_file(), one per write in flight

@@ -1,7 +1,6 @@
 #include "storage/file_image.hpp"
 
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,16 +8,14 @@
 #include <optional>
 
 #include "engine/buffer.hpp"
-#include "storage/fallocate_outcome.hpp"
 #include "storage/file_extents.hpp"
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 
 namespace sluice {
 
 namespace {
 
 constexpr std::uint32_t direct_alignment = 4096;
-constexpr std::size_t zero_chunk = 1u << 20;
 constexpr std::uint32_t max_request = 32u << 20;
 
 // Whether punching holes works here, without touching a byte of the image: a punch
@@ -26,7 +23,7 @@ constexpr std::uint32_t max_request = 32u << 20;
 // those that do not.
 bool punch_works(int fd, std::uint64_t size) {
   auto beyond = static_cast<off_t>((size + direct_alignment - 1) / direct_alignment * direct_alignment);
-  return ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, beyond, direct_alignment) == 0;
+  return ::fallocate(fd, fallocate_modes(ZeroingRung::punch_hole).front(), beyond, direct_alignment) == 0;
 }
 
 Result<UniqueFd> duplicate(const std::string& path, int fd) {
@@ -60,14 +57,15 @@ Result<std::unique_ptr<FileImage>> FileImage::open(executor ex, const std::strin
   return std::unique_ptr<FileImage>(new FileImage(ex, path, std::move(fd), std::move(direct), *info, options));
 }
 
-FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const ImageFile& file,
+FileImage::FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const FileFacts& facts,
                      const FileImageOptions& options)
     : path_(std::move(path)),
       fd_(std::move(fd)),
       direct_fd_(std::move(direct_fd)),
-      size_(file.size),
-      block_device_(file.block_device),
-      memory_backed_(file.memory_backed),
+      size_(facts.size),
+      block_device_(facts.block_device),
+      memory_backed_(facts.memory_backed),
+      zeroing_(block_device_ ? FileKind::block_device : FileKind::regular),
       ring_(FileRing::of(ex)),
       slots_(ex, std::max<std::size_t>(options.max_in_flight, 1)),
       page_cache_(ex, ring_, fd_.get(), block_device_ ? std::max<std::size_t>(options.max_in_flight, 1) : 1) {
@@ -142,73 +140,35 @@ awaitable<Status> FileImage::write_from_pipe(std::uint64_t offset, std::size_t l
   co_return Status{};
 }
 
-awaitable<Status> FileImage::fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
-                                       bool* supported, bool* done) {
-  int ret = co_await ring_.fallocate(fd_.get(), mode, offset, length);
-  switch (classify_fallocate(ret, block_device_)) {
-    case FallocateOutcome::done: *done = true; break;
-    case FallocateOutcome::refused_here: break;
-    case FallocateOutcome::unsupported: *supported = false; break;
-    case FallocateOutcome::failed: co_return fail_at(what, offset, errno_code(-ret));
-  }
-  co_return Status{};
-}
-
 awaitable<Status> FileImage::zero(std::uint64_t offset, std::uint64_t length, ZeroRequest request) {
   if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
   if (length == 0) co_return Status{};
   known_data_end_ = known_data_begin_;
-  bool done = false;
-  Status status;
-  // Cheapest first, all of them metadata only: a hole (when allowed), then zeroing in
-  // place (the range stays allocated), then a hole filled with fresh allocation.
-  if (request.may_trim && punch_supported_)
-    status = co_await fallocate("punching a hole", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
-                                &punch_supported_, &done);
-  // On a block device ZERO_RANGE may make the kernel write zeros itself: not fast.
-  if (status && !done && zero_range_supported_ && !(block_device_ && request.fast_only))
-    status = co_await fallocate("zeroing", FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, offset, length,
-                                &zero_range_supported_, &done);
-  if (status && !done && !block_device_ && punch_supported_ && allocate_supported_) {
-    bool punched = false;
-    status = co_await fallocate("punching a hole", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
-                                &punch_supported_, &punched);
-    if (status && punched)
-      status = co_await fallocate("allocating", FALLOC_FL_KEEP_SIZE, offset, length, &allocate_supported_, &done);
-  }
-  if (!status) co_return status;
-  if (!done) {
+  const ZeroingNeeds needs{.may_deallocate = request.may_trim, .fast_only = request.fast_only};
+  Result<bool> zeroed = co_await zeroing_.zero(ring_, fd_.get(), offset, length, needs);
+  if (!zeroed) co_return tl::unexpected(zeroed.error());
+  if (!*zeroed) {
     // Zeros would have to be written: as slow as a write, which FAST_ZERO refuses.
     if (request.fast_only)
       co_return fail(std::errc::operation_not_supported,
                      "zeroing " + path_ + " is no faster than writing zeros");
-    if (Status written = co_await write_zeros(offset, length); !written) co_return written;
+    Status written = co_await write_zeros(offset, length, [this](std::uint64_t at, std::span<const std::byte> zeros) {
+      return write(at, zeros, false);
+    });
+    if (!written) co_return written;
   }
   if (request.durable) co_return co_await flush();
   co_return Status{};
 }
 
-awaitable<Status> FileImage::write_zeros(std::uint64_t offset, std::uint64_t length) {
-  Buffer zeros = Buffer::allocate(static_cast<std::size_t>(std::min<std::uint64_t>(length, zero_chunk)));
-  std::fill(zeros.data().begin(), zeros.data().end(), std::byte{0});
-  while (length > 0) {
-    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(length, zeros.size()));
-    if (Status s = co_await write(offset, zeros.data().first(n), false); !s) co_return s;
-    offset += n;
-    length -= n;
-  }
-  co_return Status{};
-}
-
 awaitable<Status> FileImage::trim(std::uint64_t offset, std::uint64_t length, bool durable) {
   if (traits_.read_only) co_return fail(std::errc::read_only_file_system, path_ + " is exported read-only");
-  if (!traits_.can_trim || !punch_supported_ || length == 0) co_return Status{};  // advisory
+  if (!traits_.can_trim || !zeroing_.punch_supported() || length == 0) co_return Status{};  // advisory
   known_data_end_ = known_data_begin_;
-  bool done = false;
-  Status status = co_await fallocate("trimming", FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length,
-                                     &punch_supported_, &done);
-  if (status && durable && done) co_return co_await flush();
-  co_return status;
+  Result<bool> punched = co_await zeroing_.punch(ring_, fd_.get(), offset, length);
+  if (!punched) co_return tl::unexpected(punched.error());
+  if (durable && *punched) co_return co_await flush();
+  co_return Status{};
 }
 
 awaitable<Status> FileImage::flush() {

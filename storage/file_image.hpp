@@ -12,8 +12,9 @@
 #include "engine/image.hpp"
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 #include "storage/page_cache_writer.hpp"
+#include "storage/zeroing_ladder.hpp"
 
 namespace sluice {
 
@@ -56,13 +57,10 @@ class FileImage final : public Image {
   bool is_block_device() const { return block_device_; }
 
  private:
-  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const ImageFile& file,
+  FileImage(executor ex, std::string path, UniqueFd fd, UniqueFd direct_fd, const FileFacts& facts,
             const FileImageOptions& options);
   // The O_DIRECT descriptor for aligned requests when asked for, else the buffered one.
   int descriptor_for(std::uint64_t offset, std::size_t size, const void* memory) const;
-  awaitable<Status> fallocate(const char* what, int mode, std::uint64_t offset, std::uint64_t length,
-                              bool* supported, bool* done);
-  awaitable<Status> write_zeros(std::uint64_t offset, std::uint64_t length);
 
   std::string path_;
   UniqueFd fd_;
@@ -72,6 +70,7 @@ class FileImage final : public Image {
   // On tmpfs or ramfs: pipes are spliced into it on the loop's thread
   // (splice_pipe_to_memory_file says why).
   bool memory_backed_;
+  ZeroingLadder zeroing_;
   FileRing& ring_;
   ImageTraits traits_;
   Credits slots_;
@@ -82,10 +81,6 @@ class FileImage final : public Image {
   // chain. A block device's buffered writes take no such lock, so they run as many at
   // a time as slots_ allows.
   PageCacheWriter page_cache_;
-  // What fallocate turned out to support, learnt on first use.
-  bool punch_supported_ = true;
-  bool zero_range_supported_ = true;
-  bool allocate_supported_ = true;
   // A stretch known to be all data, from the last SEEK_DATA/SEEK_HOLE pair. Finding
   // the end of a data run costs time proportional to its length on some filesystems
   // (tmpfs walks its pages), so without this every read of a large allocated file

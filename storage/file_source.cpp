@@ -5,8 +5,8 @@
 
 #include <cerrno>
 
-#include "storage/image_file.hpp"
 #include "storage/file_extents.hpp"
+#include "storage/file_facts.hpp"
 
 namespace sluice {
 

@@ -6,7 +6,7 @@
 
 namespace sluice {
 
-awaitable<Status> NullDestination::write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) {
+awaitable<Status> NullDestination::write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) {
   if (!dev_null_) {
     dev_null_ = UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
     if (!dev_null_) co_return fail_at("opening /dev/null", offset, errno_code(errno));

@@ -23,7 +23,7 @@ class NullDestination final : public Destination {
   std::string describe() const override { return "null:"; }
   awaitable<Status> write(std::uint64_t, Buffer) override { co_return Status{}; }
 
-  awaitable<Status> write_from_pipe(std::uint64_t offset, int pipe, std::size_t length) override;
+  awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t length, int pipe) override;
 
   awaitable<Status> zero(std::uint64_t, std::uint64_t, ZeroMode) override { co_return Status{}; }
   awaitable<Status> flush() override { co_return Status{}; }

@@ -4,8 +4,8 @@
 
 #include "apps/libsluice/receive_service.hpp"
 #include "protocols/nbd/server/nbd_server.hpp"
+#include "storage/file_facts.hpp"
 #include "storage/file_image.hpp"
-#include "storage/image_file.hpp"
 
 namespace sluice {
 

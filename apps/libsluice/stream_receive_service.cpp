@@ -19,7 +19,7 @@
 #include "protocols/raw/raw_receiver.hpp"
 #include "storage/file_destination.hpp"
 #include "protocols/common/idle_watch.hpp"
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 #include "storage/null_destination.hpp"
 
 namespace sluice {

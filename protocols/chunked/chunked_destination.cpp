@@ -59,7 +59,7 @@ awaitable<Status> ChunkedDestination::send_chunk(const ChunkHeader& header, std:
 
 awaitable<Status> ChunkedDestination::write(std::uint64_t offset, Buffer data) {
   if (Status s = check_range(offset, data.size()); !s) co_return s;
-  const std::span<const std::byte> payload = data.data();
+  const std::span<const std::byte> payload = data.bytes();
   const std::size_t whole = payload.size() / chunk_sector_size * chunk_sector_size;
   std::size_t done = 0;
   while (done < whole) {

@@ -22,7 +22,7 @@ awaitable<Result<std::size_t>> receive_payload(StreamReader& reader, ReceiveWrit
   auto buffer = co_await writer.acquire();
   if (!buffer) co_return tl::unexpected(buffer.error());
   buffer->truncate(header.length);
-  auto n = co_await reader.read_up_to(buffer->data());
+  auto n = co_await reader.read_up_to(buffer->writable());
   if (!n || *n < header.length) co_return n;
   buffer->truncate(static_cast<std::size_t>(image_size - header.offset));
   if (Status s = co_await writer.write(header.offset, std::move(*buffer)); !s) co_return tl::unexpected(s.error());

@@ -54,7 +54,7 @@ awaitable<Result<std::size_t>> ReceiveWriter::receive_buffered(std::uint64_t off
     if (!buffer) co_return tl::unexpected(buffer.error());
     buffer->truncate(std::min(length - done, buffer->size()));
     const std::size_t wanted = buffer->size();
-    auto n = co_await reader_.read_up_to(buffer->data());
+    auto n = co_await reader_.read_up_to(buffer->writable());
     if (!n) co_return tl::unexpected(n.error());
     buffer->truncate(*n);
     if (*n > 0) {
@@ -91,7 +91,7 @@ awaitable<Result<std::size_t>> ReceiveWriter::receive_spliced(std::uint64_t offs
       co_return fail(errno_code(-n), "receiving from " + reader_.stream().peer() + ": " + errno_code(-n).message());
     }
     reader_.advance(static_cast<std::size_t>(n));
-    if (Status s = co_await write_piped(offset + done, *pipe, static_cast<std::size_t>(n)); !s) {
+    if (Status s = co_await write_piped(offset + done, static_cast<std::size_t>(n), *pipe); !s) {
       co_return tl::unexpected(s.error());
     }
     done += static_cast<std::size_t>(n);
@@ -133,17 +133,17 @@ awaitable<Status> ReceiveWriter::write_one(std::uint64_t offset, Buffer data) {
   co_return Status{};
 }
 
-awaitable<Status> ReceiveWriter::write_piped(std::uint64_t offset, Pipe* pipe, std::size_t length) {
+awaitable<Status> ReceiveWriter::write_piped(std::uint64_t offset, std::size_t length, Pipe* pipe) {
   if (Status s = co_await order_after_overlaps(offset, length); !s) {
     pipes_.release(pipe, false);
     co_return s;
   }
-  writes_.spawn(write_from_pipe(offset, pipe, length));
+  writes_.spawn(write_from_pipe(offset, length, pipe));
   co_return Status{};
 }
 
-awaitable<Status> ReceiveWriter::write_from_pipe(std::uint64_t offset, Pipe* pipe, std::size_t length) {
-  Status status = co_await destination_.write_from_pipe(offset, pipe->read_end(), length);
+awaitable<Status> ReceiveWriter::write_from_pipe(std::uint64_t offset, std::size_t length, Pipe* pipe) {
+  Status status = co_await destination_.write_from_pipe(offset, length, pipe->read_end());
   pipes_.release(pipe, bool(status));
   if (!status) co_return status;
   completed(length);

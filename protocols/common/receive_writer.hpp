@@ -89,8 +89,8 @@ class ReceiveWriter {
   // Waits for the writes in flight when [offset, offset + length) could overlap one.
   awaitable<Status> order_after_overlaps(std::uint64_t offset, std::uint64_t length);
   awaitable<Status> write_one(std::uint64_t offset, Buffer data);
-  awaitable<Status> write_piped(std::uint64_t offset, Pipe* pipe, std::size_t length);
-  awaitable<Status> write_from_pipe(std::uint64_t offset, Pipe* pipe, std::size_t length);
+  awaitable<Status> write_piped(std::uint64_t offset, std::size_t length, Pipe* pipe);
+  awaitable<Status> write_from_pipe(std::uint64_t offset, std::size_t length, Pipe* pipe);
   void completed(std::uint64_t length);
 
   Destination& destination_;

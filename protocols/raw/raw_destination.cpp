@@ -37,7 +37,7 @@ awaitable<Status> RawDestination::write(std::uint64_t offset, Buffer data) {
     co_return fail_at("raw stream write (out of order or beyond the image)", offset,
                       std::make_error_code(std::errc::invalid_argument));
   if (Status s = co_await send_zeros_until(offset); !s) co_return s;
-  Status status = explain_send_failure(co_await stream_->send(Frame{{}, data.data()}));
+  Status status = explain_send_failure(co_await stream_->send(Frame{{}, data.bytes()}));
   if (status) next_ += data.size();
   co_return status;
 }

@@ -17,7 +17,7 @@ TEST_CASE("the pool hands out aligned blocks with headroom") {
   REQUIRE(buffer);
   CHECK(buffer->size() == 65536);
   CHECK(buffer->headroom() == BufferPool::default_headroom);
-  CHECK(reinterpret_cast<std::uintptr_t>(buffer->data().data()) % 4096 == 0);
+  CHECK(reinterpret_cast<std::uintptr_t>(buffer->bytes().data()) % 4096 == 0);
   CHECK(pool.in_use() == 1);
   *buffer = Buffer{};
   CHECK(pool.in_use() == 0);

@@ -59,7 +59,7 @@ std::vector<std::byte> apply(const Decoded& decoded, std::uint64_t image_size) {
 
 Buffer filled(std::size_t size, std::byte value) {
   Buffer b = Buffer::allocate(size, 4096);
-  std::fill(b.data().begin(), b.data().end(), value);
+  std::fill(b.writable().begin(), b.writable().end(), value);
   return b;
 }
 

@@ -84,7 +84,7 @@ class LaneSink final : public Destination {
   std::string describe() const override { return "lane sink"; }
 
   awaitable<Status> write(std::uint64_t offset, Buffer data) override {
-    std::vector<std::byte> expected(data.data().begin(), data.data().end());
+    std::vector<std::byte> expected(data.bytes().begin(), data.bytes().end());
     begin();
     co_await short_random_delay();
     co_await wait_for_every_lane();
@@ -94,7 +94,7 @@ class LaneSink final : public Destination {
     }
     std::lock_guard lock(mutex);
     --in_flight;
-    if (std::memcmp(data.data().data(), expected.data(), expected.size()) != 0) ++corruptions;
+    if (std::memcmp(data.bytes().data(), expected.data(), expected.size()) != 0) ++corruptions;
     std::memcpy(image.data() + offset, expected.data(), expected.size());
     mark(offset, expected.size());
     co_return Status{};

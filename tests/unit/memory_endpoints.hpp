@@ -107,7 +107,7 @@ class CheckingSink : public Destination {
   std::string describe() const override { return "checking sink"; }
 
   awaitable<Status> write(std::uint64_t offset, Buffer data) override {
-    std::vector<std::byte> expected(data.data().begin(), data.data().end());
+    std::vector<std::byte> expected(data.bytes().begin(), data.bytes().end());
     co_return co_await complete_write(offset, std::move(data), std::move(expected));
   }
 
@@ -154,8 +154,8 @@ class CheckingSink : public Destination {
       co_await random_delay(rng, 300);
     }
     // The payload must be exactly what was handed over: nobody may have reused it.
-    if (std::memcmp(data.data().data(), expected.data(), expected.size()) != 0) ++corruptions;
-    std::memcpy(image.data() + offset, data.data().data(), expected.size());
+    if (std::memcmp(data.bytes().data(), expected.data(), expected.size()) != 0) ++corruptions;
+    std::memcpy(image.data() + offset, data.bytes().data(), expected.size());
     co_return end(offset, expected.size());
   }
 
@@ -180,8 +180,8 @@ class EarlyReleaseSink final : public CheckingSink {
  public:
   using CheckingSink::CheckingSink;
   awaitable<Status> write(std::uint64_t offset, Buffer data) override {
-    std::vector<std::byte> expected(data.data().begin(), data.data().end());
-    const std::byte* memory = data.data().data();
+    std::vector<std::byte> expected(data.bytes().begin(), data.bytes().end());
+    const std::byte* memory = data.bytes().data();
     data = Buffer{};  // returned to the pool too early
     begin(offset, expected.size());
     // Hold the "write" until the pool has handed the block to a later read (the next
@@ -204,7 +204,7 @@ class SendingSink final : public CheckingSink {
     const std::size_t length = data.size();
     begin(offset, length);
     largest_write = std::max<std::uint64_t>(largest_write, length);
-    std::memcpy(image.data() + offset, data.data().data(), length);
+    std::memcpy(image.data() + offset, data.bytes().data(), length);
     data = Buffer{};  // sent
     if (write_delay.count() > 0) {  // the answer
       asio::steady_timer slow(co_await asio::this_coro::executor, write_delay);

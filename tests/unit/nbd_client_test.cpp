@@ -395,11 +395,11 @@ awaitable<void> writes() {
   // One write with headroom for its header, one without (a share at offset 0 of a
   // block without headroom): both must reach the server intact.
   Buffer with_room = Buffer::allocate(65536, 4096);
-  std::memset(with_room.data().data(), 0x61, with_room.size());
+  std::memset(with_room.writable().data(), 0x61, with_room.size());
   Buffer watched = with_room.share(0, with_room.size());
   check.watched = &watched;
   Buffer no_room = Buffer::allocate(8192, 0);
-  std::memset(no_room.data().data(), 0x62, no_room.size());
+  std::memset(no_room.writable().data(), 0x62, no_room.size());
   CHECK(no_room.headroom() == 0);
 
   TaskGroup serving(ex);

@@ -81,7 +81,7 @@ awaitable<void> destination_on_stream(bool write_zeroes,
   CHECK(d.facts().size == (8 << 20));
   CHECK(d.facts().export_name_fallback == (style != FakeServerOptions::Style::fixed_newstyle));
   Buffer data = Buffer::allocate(65536, 4096);
-  std::memset(data.data().data(), 0x33, data.size());
+  std::memset(data.writable().data(), 0x33, data.size());
   Status written = co_await d.write(0, std::move(data));
   Status punched = co_await d.zero(1 << 20, 3 << 20, ZeroMode::may_punch);
   Status allocated = co_await d.zero(65536, 65536, ZeroMode::allocate);

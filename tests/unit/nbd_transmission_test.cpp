@@ -43,7 +43,7 @@ TEST_CASE("request header: golden bytes") {
 
 TEST_CASE("request header goes into a buffer's headroom, right before the payload") {
   Buffer b = Buffer::allocate(4096, 64);
-  std::fill(b.data().begin(), b.data().end(), std::byte{0xab});
+  std::fill(b.writable().begin(), b.writable().end(), std::byte{0xab});
   RequestHeader h{0, Command::write, 77, 8192, static_cast<std::uint32_t>(b.size())};
   encode_request_header(h,
                         std::span<std::byte, request_header_size>(b.prefix(request_header_size)));
@@ -173,7 +173,7 @@ TEST_CASE("structured chunk header: bad magic and wrong sizes") {
 
 TEST_CASE("OFFSET_DATA header: golden bytes, written in front of the data") {
   Buffer b = Buffer::allocate(4096, 64);
-  std::fill(b.data().begin(), b.data().end(), std::byte{0x5a});
+  std::fill(b.writable().begin(), b.writable().end(), std::byte{0x5a});
   encode_offset_data_header(0x2a, 0, 0x200, static_cast<std::uint32_t>(b.size()),
                             std::span<std::byte, offset_data_header_size>(
                                 b.prefix(offset_data_header_size)));
@@ -190,7 +190,7 @@ TEST_CASE("OFFSET_DATA header: golden bytes, written in front of the data") {
   REQUIRE(data);
   CHECK(data->offset == 0x200);
   CHECK(data->data.size() == 4096);
-  CHECK(data->data.data() == b.data().data());  // a view, not a copy
+  CHECK(data->data.data() == b.bytes().data());  // a view, not a copy
 
   auto range = decode_offset_data_prefix(payload.first(offset_data_prefix_size), header->length);
   REQUIRE(range);

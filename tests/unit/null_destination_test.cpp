@@ -33,7 +33,7 @@ TEST_CASE("null: drains a spliced payload completely, pipe after pipe") {
     std::vector<std::byte> payload(length, std::byte{0x5a});
     REQUIRE(pipe->put(payload));
     REQUIRE(bytes_waiting(pipe->read_end()) == static_cast<int>(length));
-    Status s = test::run(sink.write_from_pipe(0, pipe->read_end(), length));
+    Status s = test::run(sink.write_from_pipe(0, length, pipe->read_end()));
     CHECK(s.has_value());
     CHECK(bytes_waiting(pipe->read_end()) == 0);
   }
@@ -46,7 +46,7 @@ TEST_CASE("null: a pipe holding less than promised is an error, not a hang") {
   std::vector<std::byte> payload(100, std::byte{1});
   REQUIRE(pipe->put(payload));
   // The write end stays open, so a blocking splice would wait for the missing bytes.
-  Status s = test::run(sink.write_from_pipe(8192, pipe->read_end(), 200));
+  Status s = test::run(sink.write_from_pipe(8192, 200, pipe->read_end()));
   REQUIRE_FALSE(s.has_value());
   CHECK(s.error().message.find("8292") != std::string::npos);  // where the bytes ran out
 }

@@ -46,11 +46,11 @@ awaitable<Status> exchange(Pair& pair, int count, std::size_t size, bool contigu
   std::vector<std::array<std::byte, 12>> loose(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
     Buffer b = Buffer::allocate(size, 4096);
-    for (std::size_t j = 0; j < size; ++j) b.data()[j] = std::byte(static_cast<unsigned char>(j * 7 + static_cast<std::size_t>(i)));
+    for (std::size_t j = 0; j < size; ++j) b.writable()[j] = std::byte(static_cast<unsigned char>(j * 7 + static_cast<std::size_t>(i)));
     auto head = contiguous ? b.prefix(12) : std::span<std::byte>(loose[static_cast<std::size_t>(i)]);
     for (std::size_t j = 0; j < 12; ++j) head[j] = std::byte(static_cast<unsigned char>(0xA0 + j));
     expected.insert(expected.end(), head.begin(), head.end());
-    expected.insert(expected.end(), b.data().begin(), b.data().end());
+    expected.insert(expected.end(), b.bytes().begin(), b.bytes().end());
     payloads.push_back(std::move(b));
   }
   TaskGroup senders(ex);
@@ -58,7 +58,7 @@ awaitable<Status> exchange(Pair& pair, int count, std::size_t size, bool contigu
     auto& b = payloads[static_cast<std::size_t>(i)];
     Frame frame{contiguous ? std::span<const std::byte>(b.prefix(12))
                            : std::span<const std::byte>(loose[static_cast<std::size_t>(i)]),
-                b.data()};
+                b.bytes()};
     senders.spawn(pair.client->send(frame));
   }
   co_return co_await expect_received(pair, senders, expected);

@@ -98,16 +98,18 @@ awaitable<Status> Connection::write(std::uint64_t offset, Buffer data, std::uint
   // one span (one iovec, one TLS record); otherwise the stream joins them. Once the
   // bytes are in the kernel the buffer goes back to its pool while the server writes
   // (replies carry only a cookie, so its header space is not needed either).
-  const bool header_room = data.headroom() >= request_header_size;
-  co_return co_await write_lent(offset, data.data(), header_room, [&data] { data = Buffer{}; }, flags);
+  const auto header_room =
+      data.headroom() >= request_header_size ? data.prefix(request_header_size) : std::span<std::byte>{};
+  co_return co_await write_lent(offset, data.bytes(), header_room, [&data] { data = Buffer{}; }, flags);
 }
 
-awaitable<Status> Connection::write_lent(std::uint64_t offset, std::span<std::byte> data, bool header_room,
-                                         std::function<void()> sent, std::uint16_t flags) {
+awaitable<Status> Connection::write_lent(std::uint64_t offset, std::span<const std::byte> data,
+                                         std::span<std::byte> header_room, std::function<void()> sent,
+                                         std::uint16_t flags) {
   Request r(ex_, Command::write, offset, static_cast<std::uint32_t>(data.size()), flags);
   std::array<std::byte, request_header_size> loose{};
   std::span<std::byte, request_header_size> head(loose);
-  if (header_room) head = std::span<std::byte, request_header_size>(data.data() - request_header_size, request_header_size);
+  if (!header_room.empty()) head = header_room.first<request_header_size>();
   co_await send(r, head, FileSlice{}, data);
   sent();
   co_return co_await r.done.wait();

@@ -67,10 +67,11 @@ class Connection {
   awaitable<Status> write(std::uint64_t offset, Buffer data, std::uint16_t flags = 0);
   // Writes `data` for a caller on another loop, which keeps the memory valid until
   // `sent` is called (on this connection's loop) once the bytes are in the kernel, as
-  // the Buffer overload releases its buffer then. With `header_room` the
-  // request_header_size bytes in front of `data` are free for the header.
-  awaitable<Status> write_lent(std::uint64_t offset, std::span<std::byte> data, bool header_room,
-                               std::function<void()> sent, std::uint16_t flags = 0);
+  // the Buffer overload releases its buffer then. `header_room`, when not empty, is
+  // the request_header_size bytes right in front of `data`, free for the header.
+  awaitable<Status> write_lent(std::uint64_t offset, std::span<const std::byte> data,
+                               std::span<std::byte> header_room, std::function<void()> sent,
+                               std::uint16_t flags = 0);
   // Writes bytes the caller keeps valid until completion (shared zeros).
   awaitable<Status> write(std::uint64_t offset, std::span<const std::byte> data, std::uint16_t flags = 0);
   // A WRITE whose payload is spliced from a file (only where splices() is true).

@@ -267,7 +267,8 @@ awaitable<Status> ExportClient::write_lent(Slot& slot, std::uint64_t offset, Buf
   };
   const executor home = co_await asio::this_coro::executor;
   Loan loan{std::move(data)};
-  const bool header_room = loan.buffer.headroom() >= request_header_size;
+  const auto header_room = loan.buffer.headroom() >= request_header_size ? loan.buffer.prefix(request_header_size)
+                                                                          : std::span<std::byte>{};
   auto sent = [&loan, home] {
     loan.posted.store(true, std::memory_order_release);
     asio::post(home, [&loan] {
@@ -276,7 +277,7 @@ awaitable<Status> ExportClient::write_lent(Slot& slot, std::uint64_t offset, Buf
     });
   };
   Status status = co_await asio::co_spawn(
-      slot.loop, slot.connection->write_lent(offset, loan.buffer.data(), header_room, std::move(sent)),
+      slot.loop, slot.connection->write_lent(offset, loan.buffer.bytes(), header_room, std::move(sent)),
       asio::use_awaitable);
   // The release may still be queued behind this completion; it refers to `loan`.
   while (loan.posted.load(std::memory_order_acquire) && !loan.returned) co_await asio::post(home, asio::use_awaitable);

@@ -56,7 +56,7 @@ NbdDestination::NbdDestination(std::unique_ptr<ExportClient> client) : client_(s
   std::size_t piece_limit = std::min<std::size_t>(zero_write_size, facts().block_sizes.maximum);
   piece_limit -= piece_limit % facts().block_sizes.minimum;
   zeros_ = Buffer::allocate(piece_limit);
-  std::memset(zeros_.data().data(), 0, zeros_.size());
+  std::memset(zeros_.writable().data(), 0, zeros_.size());
 }
 
 DestinationTraits NbdDestination::traits() const {
@@ -131,7 +131,7 @@ awaitable<Status> NbdDestination::write_zeros(std::uint64_t offset, std::uint64_
       Status s = co_await client.write(at, bytes);
       credits.release();
       co_return s;
-    }(*client_, offset, zeros_.data().first(piece), slots));
+    }(*client_, offset, zeros_.bytes().first(piece), slots));
     offset += piece;
     length -= piece;
   }

@@ -276,7 +276,7 @@ awaitable<Status> Transmission::read_requests(TaskGroup& handlers) {
       if (request->refusal)
         got = co_await reader_.skip(header.length);
       else
-        got = co_await reader_.payload(request->buffer.data());
+        got = co_await reader_.payload(request->buffer.writable());
       if (!got) co_return got;
     }
     arriving_.reset();
@@ -295,7 +295,7 @@ awaitable<Status> Transmission::receive_payload_piped(Request& request) {
     auto buffer = co_await pooled_buffer(length);
     if (!buffer) co_return tl::unexpected(buffer.error());
     request.buffer = std::move(*buffer);
-    co_return co_await reader_.payload(request.buffer.data());
+    co_return co_await reader_.payload(request.buffer.writable());
   }
   PipeLease lease(pipes_, *pipe);
   std::size_t moved = 0;
@@ -313,9 +313,9 @@ awaitable<Status> Transmission::receive_payload_piped(Request& request) {
   auto buffer = co_await pooled_buffer(length);
   if (!buffer) co_return tl::unexpected(buffer.error());
   request.buffer = std::move(*buffer);
-  if (Status taken = (*pipe)->take(request.buffer.data().first(moved)); !taken) co_return taken;
+  if (Status taken = (*pipe)->take(request.buffer.writable().first(moved)); !taken) co_return taken;
   lease.release(true);
-  co_return co_await reader_.payload(request.buffer.data().subspan(moved));
+  co_return co_await reader_.payload(request.buffer.writable().subspan(moved));
 }
 
 awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
@@ -339,7 +339,7 @@ awaitable<Status> Transmission::handle(std::unique_ptr<Request> request) {
           done = co_await image_.write_from_pipe(h.offset, h.length, request->pipe.get()->read_end(), fua);
           request->pipe.release(bool(done));
         } else {
-          done = co_await image_.write(h.offset, request->buffer.data(), fua);
+          done = co_await image_.write(h.offset, request->buffer.bytes(), fua);
         }
         writes = true;
         break;
@@ -402,7 +402,7 @@ awaitable<Status> Transmission::serve_read(Request& request) {
   const bool whole = !terms_.structured_replies || (h.flags & command_flag::df) != 0 ||
                      !image_.traits().can_extents;
   if (whole) {
-    if (Status got = co_await image_.read(h.offset, buffer.data()); !got)
+    if (Status got = co_await image_.read(h.offset, buffer.writable()); !got)
       co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
     if (terms_.structured_replies) {
       encode_offset_data_header(h.cookie, reply_flag::done, h.offset, h.length,
@@ -438,7 +438,7 @@ awaitable<Status> Transmission::serve_read(Request& request) {
   if (reads_by_pipe(h)) co_return co_await send_runs_piped(h, runs);
   for (const ReadRun& run : runs) {
     if (run.hole) continue;
-    auto into = buffer.data().subspan(run.from, run.length);
+    auto into = buffer.writable().subspan(run.from, run.length);
     if (Status got = co_await image_.read(h.offset + run.from, into); !got)
       co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
   }
@@ -530,7 +530,7 @@ awaitable<Status> Transmission::send_data_buffered(const RequestHeader& h, std::
                                                    bool last_run, bool& ended) {
   auto buffer = co_await pooled_buffer(static_cast<std::size_t>(length));
   if (!buffer) co_return tl::unexpected(buffer.error());
-  if (Status got = co_await image_.read(h.offset + from, buffer->data()); !got) {
+  if (Status got = co_await image_.read(h.offset + from, buffer->writable()); !got) {
     ended = true;
     co_return co_await reply_error(h, to_nbd_errno(got.error().code), got.error().message);
   }

@@ -1,4 +1,4 @@
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -44,10 +44,10 @@ const char* pseudo_filesystem(unsigned long type) {
 bool is_memory_filesystem(unsigned long type) { return type == TMPFS_MAGIC || type == RAMFS_MAGIC; }
 }  // namespace
 
-Result<ImageFile> inspect_image_file(int fd, const std::string& path) {
+Result<FileFacts> inspect_image_file(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return fail(errno_code(errno), path + ": " + errno_code(errno).message());
-  ImageFile info;
+  FileFacts info;
   info.device = st.st_dev;
   info.inode = st.st_ino;
   if (S_ISREG(st.st_mode)) {

@@ -1,4 +1,4 @@
-#include "storage/image_file.hpp"
+#include "storage/file_facts.hpp"
 
 #include <doctest/doctest.h>
 #include <fcntl.h>

@@ -1,4 +1,6 @@
-// Facts about an open file that decide how it can be used as an image.
+// FileFacts: what an open file is (its kind, size, filesystem), which decides how it
+// can be used as an image; and opening an image's path to find out. Not an image
+// itself: the NBD server's image in a file is FileImage (storage/file_image.*).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +13,7 @@
 
 namespace sluice {
 
-struct ImageFile {
+struct FileFacts {
   std::uint64_t size = 0;
   bool block_device = false;
   std::uint64_t allocated = 0;  // bytes allocated on disk (regular files)
@@ -23,7 +25,7 @@ struct ImageFile {
 };
 
 // Fails clearly for anything that is neither a regular file nor a block device.
-Result<ImageFile> inspect_image_file(int fd, const std::string& path);
+Result<FileFacts> inspect_image_file(int fd, const std::string& path);
 
 // open(2) for an image path that never blocks: opening a FIFO waits for its other end.
 // What it opened is not judged here: pass the descriptor to inspect_image_file, which
