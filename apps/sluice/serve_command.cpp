@@ -45,12 +45,17 @@ void serve_usage() {
       "  --export NAME=PATH    an export (repeatable); only configured names are served\n"
       "  --read-only           refuse writes\n"
       "  --tls=require|off     STARTTLS policy (require when credentials are given)\n"
-      "  --max-connections N   refuse connections beyond N (default 16; chunked and raw\n"
-      "                        into a file: 1, one sender at a time)\n"
+      "  --max-connections N   serve at most N clients at once; more that finish their\n"
+      "                        handshake are refused (NBD: GO gets an error saying so)\n"
+      "                        (default 16; chunked and raw into a file: 1, one sender\n"
+      "                        at a time)\n"
+      "  --max-handshakes N    at most N clients in the handshake (TLS's, NBD's) at once,\n"
+      "                        counted apart from those served; more are refused at once\n"
+      "                        (NBD: with an error naming the limit) (default 64)\n"
       "  --threads N           event-loop threads serving connections, each connection\n"
       "                        on one of them (default: one per CPU, at most 8)\n"
       "  --handshake-timeout S drop clients stalled in the handshake, TLS's or NBD's, or\n"
-      "                        in sending the HTTP request (default 30)\n"
+      "                        in sending the HTTP request (default 10)\n"
       "\n"
       "TLS (tls:// listeners, NBD STARTTLS):\n"
       "  --tls-cert FILE --tls-key FILE   the server's certificate and key\n"
@@ -68,7 +73,7 @@ void serve_usage() {
 
 enum Option {
   opt_listen = 256, opt_protocol, opt_http, opt_output, opt_size, opt_once, opt_direct, opt_no_zero_copy, opt_progress,
-  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_threads, opt_handshake_timeout, opt_idle_timeout,
+  opt_export, opt_read_only, opt_tls, opt_max_connections, opt_max_handshakes, opt_threads, opt_handshake_timeout, opt_idle_timeout,
   opt_tls_cert, opt_tls_key,
   opt_tls_ca, opt_tls_psk_file, opt_tls_ciphers, opt_tls_ciphersuites, opt_tls12, opt_no_nodelay, opt_help,
 };
@@ -93,6 +98,7 @@ ServeOptions parse(int argc, char** argv) {
       {"read-only", no_argument, nullptr, opt_read_only},
       {"tls", required_argument, nullptr, opt_tls},
       {"max-connections", required_argument, nullptr, opt_max_connections},
+      {"max-handshakes", required_argument, nullptr, opt_max_handshakes},
       {"threads", required_argument, nullptr, opt_threads},
       {"handshake-timeout", required_argument, nullptr, opt_handshake_timeout},
       {"idle-timeout", required_argument, nullptr, opt_idle_timeout},
@@ -161,6 +167,14 @@ ServeOptions parse(int argc, char** argv) {
           throw UsageError("--max-connections must be between 1 and " +
                            std::to_string(ReceiverOptions::max_connections_limit));
         o.max_connections = static_cast<std::size_t>(n);
+        break;
+      }
+      case opt_max_handshakes: {
+        auto n = count_argument("max-handshakes", optarg);
+        if (n == 0)
+          throw UsageError("--max-handshakes must be between 1 and " +
+                           std::to_string(ReceiverOptions::max_connections_limit));
+        o.max_handshakes = static_cast<std::size_t>(n);
         break;
       }
       case opt_threads: {
