@@ -76,7 +76,8 @@ awaitable<Status> ServerLoop::run() {
     if (handshaking_ >= options_.max_handshakes) {
       std::string reason = "the server is busy: " + std::to_string(handshaking_) +
                            " clients are already in their handshake (--max-handshakes); try again later";
-      report_limited(refusals_, busy("refused a connection from " + describe_peer(socket) + ": " + reason));
+      const std::string peer = describe_peer(socket);
+      report_limited(refusals_, busy("refused a connection from " + peer + ": " + reason), peer);
       if (options_.refuse && refusing_.size() < max_refusing)
         connections.spawn(refuse_one(std::move(socket), std::move(reason)));
       continue;  // closing the socket tells the client
@@ -121,7 +122,8 @@ awaitable<Status> ServerLoop::claim_serving_slot(std::string peer) {
   // accept completed before the handler that closed resumed to give the slot back. A
   // sender of images one after another (xapi) must not be refused for that instant, so
   // a full server looks again for a moment before it refuses. Each claim waits on its
-  // own, so refusals never queue behind each other.
+  // own, so refusals never queue behind each other. A connection accepted before a
+  // stop is still served (the stop winds it down as it does the others).
   if (serving_ >= options_.max_connections && !stopping_) {
     asio::steady_timer wait(acceptor_.get_executor());
     wait.expires_after(std::chrono::milliseconds(250));
@@ -132,11 +134,10 @@ awaitable<Status> ServerLoop::claim_serving_slot(std::string peer) {
     }
     slot_waiters_.erase(listed);
   }
-  if (stopping_) co_return fail(std::errc::operation_canceled, "the server is shutting down");
   if (serving_ >= options_.max_connections) {
     std::string reason = "the server is busy: it already serves " + std::to_string(serving_) +
                          " clients (--max-connections); try again later";
-    report_limited(refusals_, busy("refused a connection from " + peer + ": " + reason));
+    report_limited(refusals_, busy("refused a connection from " + peer + ": " + reason), peer);
     co_return tl::unexpected(busy(std::move(reason)));
   }
   --handshaking_;
@@ -144,10 +145,14 @@ awaitable<Status> ServerLoop::claim_serving_slot(std::string peer) {
   co_return Status{};
 }
 
-void ServerLoop::report_limited(ReportLimiter& limiter, Error e) {
+void ServerLoop::report_limited(ReportLimiter& limiter, Error e, const std::string& peer) {
+  // Reports alike but for the peer are of one kind.
+  std::string kind = e.message;
+  for (auto at = kind.find(peer); !peer.empty() && at != std::string::npos; at = kind.find(peer, at))
+    kind.erase(at, peer.size());
   const auto now = ReportLimiter::clock::now();
   for (const Error& summary : limiter.summaries(now, false)) options_.report(summary);
-  if (auto line = limiter.admit(e, now)) options_.report(*line);
+  if (auto line = limiter.admit(e, kind, now)) options_.report(*line);
   schedule_summaries();
 }
 
@@ -229,7 +234,7 @@ awaitable<Status> ServerLoop::serve_one(Socket socket) {
     if (gate.entered())
       options_.report(e);
     else
-      report_limited(failed_handshakes_, e);
+      report_limited(failed_handshakes_, e, peer);
     co_return Status{};  // reported; the server carries on
   }
   co_return status;

@@ -109,7 +109,7 @@ class ServerLoop {
   awaitable<Status> enter_serving(executor from, std::string peer);
   awaitable<Status> claim_serving_slot(std::string peer);
   std::size_t pick_worker() const;
-  void report_limited(ReportLimiter& limiter, Error e);
+  void report_limited(ReportLimiter& limiter, Error e, const std::string& peer);
   void schedule_summaries();
   // The summaries that are due, or `all` of them (at the end of run()).
   void report_summaries(bool all);

@@ -240,9 +240,7 @@ awaitable<Result<Step>> handle_option(State& s, const OptionHeader& header, std:
       if (option == Option::go) {
         // A full server says why; the client may try again or go.
         if (Status in = co_await s.gate.enter(); !in) {
-          const bool stopping = in.error().code == std::errc::operation_canceled;
-          status = co_await reply(s, option, stopping ? OptionReplyType::err_shutdown : OptionReplyType::err_policy,
-                                  in.error().message);
+          status = co_await reply(s, option, OptionReplyType::err_policy, in.error().message);
           break;
         }
       }
