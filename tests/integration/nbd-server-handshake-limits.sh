@@ -13,16 +13,18 @@ SIZE=16M
 head -c "$SIZE" /dev/urandom >"$WORK/disk.img"
 cp "$WORK/disk.img" "$WORK/disk.orig"
 
-# idle PORT COUNT READY: COUNT connections that never answer the greeting; READY
-# appears once all are connected. Prints, when the server drops them, how long after
-# connecting the first one went (or "held" if none went within 20 s).
+# idle PORT COUNT READY SECONDS: COUNT connections that never answer the greeting;
+# READY appears once all are connected. They stay open until the server drops them
+# (or SECONDS pass); then it prints how long after connecting the first one went
+# ("held" if none did).
 cat >"$WORK/idle.py" <<'PY'
 import select, socket, sys, time
-port, count, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+port, count, ready, seconds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(count)]
 start = time.monotonic()
 open(ready, "w").close()
-while time.monotonic() - start < 20:
+first = None
+while idle and time.monotonic() - start < seconds:
     readable, _, _ = select.select(idle, [], [], 0.2)
     for s in readable:
         try:
@@ -30,9 +32,10 @@ while time.monotonic() - start < 20:
         except ConnectionResetError:
             data = b""
         if not data:
-            print("dropped after %.1f s" % (time.monotonic() - start), flush=True)
-            sys.exit(0)
-print("held", flush=True)
+            if first is None:
+                first = time.monotonic() - start
+            idle.remove(s)
+print("dropped after %.1f s" % first if first is not None else "held", flush=True)
 PY
 
 wait_ready() {
@@ -44,7 +47,7 @@ wait_ready() {
 # --- the defaults: 24 idle connections, more than --max-connections' 16 ------------
 PORT=$(free_port)
 start_server "tcp://127.0.0.1:$PORT" --export disk="$WORK/disk.img"
-python3 "$WORK/idle.py" "$PORT" 24 "$WORK/idle1.ready" >"$WORK/idle1.out" &
+python3 "$WORK/idle.py" "$PORT" 24 "$WORK/idle1.ready" 20 >"$WORK/idle1.out" &
 IDLE=$!
 PIDS+=("$IDLE")
 wait_ready "$WORK/idle1.ready"
@@ -57,7 +60,7 @@ cmp "$WORK/copy.img" "$WORK/disk.orig" || die "nbdcopy read the wrong data"
 [ "$took" -lt 10000 ] || die "nbdcopy beside idle connections took $took ms"
 pass "24 idle connections at the defaults: nbdcopy served at once ($took ms), data verified"
 
-# The default --handshake-timeout (10 s) drops them.
+# The default --handshake-timeout (10 s) drops them, and nothing did before.
 wait "$IDLE" || true
 dropped=$(cat "$WORK/idle1.out")
 [[ $dropped =~ ^dropped\ after\ ([0-9]+)\.[0-9]\ s$ ]] || die "idle connections: $dropped"
@@ -70,7 +73,7 @@ stop_server
 : >"$WORK/server.log"
 PORT=$(free_port)
 start_server "tcp://127.0.0.1:$PORT" --export disk="$WORK/disk.img" --max-handshakes 20 --handshake-timeout 60
-python3 "$WORK/idle.py" "$PORT" 20 "$WORK/idle2.ready" >"$WORK/idle2.out" &
+python3 "$WORK/idle.py" "$PORT" 20 "$WORK/idle2.ready" 60 >"$WORK/idle2.out" &
 PIDS+=($!)
 wait_ready "$WORK/idle2.ready"
 sleep 0.5
