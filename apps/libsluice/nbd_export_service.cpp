@@ -4,6 +4,7 @@
 
 #include "apps/libsluice/receive_service.hpp"
 #include "protocols/nbd/server/nbd_server.hpp"
+#include "protocols/nbd/server/refusal.hpp"
 #include "storage/file_facts.hpp"
 #include "storage/file_image.hpp"
 
@@ -56,7 +57,11 @@ Result<ReceiveService> make_nbd_export_service(executor ex, const ReceiverOption
 
   auto server = std::make_shared<nbd::NbdServer>(std::move(config));
   ReceiveService service;
-  service.handler = [server](std::unique_ptr<Stream> stream) { return server->serve(std::move(stream)); };
+  service.handler = [server](std::unique_ptr<Stream> stream, ServingGate& gate) {
+    return server->serve(std::move(stream), gate);
+  };
+  service.negotiates = true;
+  service.refuse = [](Stream& stream, const std::string& reason) { return nbd::refuse_client(stream, reason); };
   service.stop = [server] { server->stop(); };
   return service;
 }

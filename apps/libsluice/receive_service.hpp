@@ -16,6 +16,11 @@ namespace sluice {
 
 struct ReceiveService {
   ConnectionHandler handler;
+  // The handler runs a handshake and enters its gate once it is over (NBD); otherwise a
+  // connection is served from the start.
+  bool negotiates = false;
+  // Turns away a client beyond --max-handshakes in the protocol's words (empty: a close).
+  ConnectionRefuser refuse;
   std::function<void()> stop = [] {};
   // Cuts the transfers in flight, each then failing as incomplete; empty where stop()
   // is already prompt (NBD requests are short).

@@ -18,6 +18,7 @@ namespace sluice {
 namespace {
 
 constexpr std::size_t default_max_connections = 16;
+constexpr std::size_t default_max_handshakes = 64;
 
 Status refuse(std::string message) { return fail(std::errc::invalid_argument, std::move(message)); }
 
@@ -126,6 +127,8 @@ Status Receiver::check(ReceiverOptions& o) {
   if (o.max_connections > ReceiverOptions::max_connections_limit)
     return refuse("--max-connections must be between 1 and " +
                   std::to_string(ReceiverOptions::max_connections_limit));
+  if (o.max_handshakes > ReceiverOptions::max_connections_limit)
+    return refuse("--max-handshakes must be between 1 and " + std::to_string(ReceiverOptions::max_connections_limit));
   Status fits;
   if (o.protocol == "nbd")
     fits = check_nbd(o);
@@ -138,6 +141,7 @@ Status Receiver::check(ReceiverOptions& o) {
   if (!where) return refuse("--listen: " + where.error().message);
   if (Status listener = check_listener(o, *where); !listener) return listener;
   if (o.max_connections == 0) o.max_connections = default_max_connections;
+  if (o.max_handshakes == 0) o.max_handshakes = default_max_handshakes;
   if (o.threads == 0) o.threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
   if (!o.tls.certificate.empty() && o.tls.private_key.empty()) o.tls.private_key = o.tls.certificate;
   return Status{};
@@ -196,6 +200,9 @@ Status Receiver::listen() {
   ServerLoopOptions loop_options;
   loop_options.once = s.options.once;
   loop_options.max_connections = s.options.max_connections;
+  loop_options.max_handshakes = s.options.max_handshakes;
+  loop_options.handlers_negotiate = s.services.front().negotiates;
+  loop_options.refuse = s.services.front().refuse;
   loop_options.stream = s.options.stream;
   loop_options.handshake_timeout = s.options.handshake_timeout;
   loop_options.tls = s.listener_tls;

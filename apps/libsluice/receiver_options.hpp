@@ -80,7 +80,14 @@ struct ReceiverOptions {
   // on descriptors and memory, so it is itself bounded.
   static constexpr std::size_t max_connections_limit = 4096;
   std::size_t max_connections = 0;
-  std::chrono::seconds handshake_timeout{30};  // TLS, NBD option haggling, the HTTP request
+  // Connections still in their handshake (TLS, NBD's option haggling) count apart from
+  // those served, so that clients that never finish it cannot lock out those that do:
+  // more than this many at once are refused (0: 64; at most max_connections_limit).
+  std::size_t max_handshakes = 0;
+  // TLS, NBD option haggling, the HTTP request. Peers that mean it take a few round
+  // trips, well under a second even far away; 10 s bounds how long a silent one holds
+  // a handshake slot.
+  std::chrono::seconds handshake_timeout{10};
   TlsOptions tls;  // tls:// listeners and NBD STARTTLS: certificate and key, or a PSK file
   StreamOptions stream;
 

@@ -174,7 +174,7 @@ Result<ReceiveService> make_stream_receive_service(executor ex, const ReceiverOp
   auto shared = std::make_shared<const ReceiverOptions>(options);
   auto live = std::make_shared<LiveTransfers>();
   ReceiveService service;
-  service.handler = [ex, shared, live](std::unique_ptr<Stream> stream) {
+  service.handler = [ex, shared, live](std::unique_ptr<Stream> stream, ServingGate&) {
     return serve_connection(ex, shared, live, std::move(stream));
   };
   service.abort = [live] { live->abort(); };

@@ -108,8 +108,10 @@ OptionTable serve_options(ServeOptions& serve) {
                if (o.tls_mode != "require" && o.tls_mode != "off") throw UsageError("--tls must be require or off");
              }});
   table.add({{"max-connections"}, Takes::value, "N",
-             "refuse connections beyond N (default 16; chunked and raw\n"
-             "into a file: 1, one sender at a time)",
+             "serve at most N clients at once; more that finish their\n"
+             "handshake are refused (NBD: GO gets an error saying so)\n"
+             "(default 16; chunked and raw into a file: 1, one sender\n"
+             "at a time)",
              [&o](const char* value) {
                auto n = count_argument("max-connections", value);
                // 0 means "the default" to the library, not to someone who typed it; the
@@ -118,6 +120,17 @@ OptionTable serve_options(ServeOptions& serve) {
                  throw UsageError("--max-connections must be between 1 and " +
                                   std::to_string(ReceiverOptions::max_connections_limit));
                o.max_connections = static_cast<std::size_t>(n);
+             }});
+  table.add({{"max-handshakes"}, Takes::value, "N",
+             "at most N clients in the handshake (TLS's, NBD's) at once,\n"
+             "counted apart from those served; more are refused at once\n"
+             "(NBD: with an error naming the limit) (default 64)",
+             [&o](const char* value) {
+               auto n = count_argument("max-handshakes", value);
+               if (n == 0)
+                 throw UsageError("--max-handshakes must be between 1 and " +
+                                  std::to_string(ReceiverOptions::max_connections_limit));
+               o.max_handshakes = static_cast<std::size_t>(n);
              }});
   table.add({{"threads"}, Takes::value, "N",
              "event-loop threads serving connections, each connection\n"
@@ -130,7 +143,7 @@ OptionTable serve_options(ServeOptions& serve) {
              }});
   table.add({{"handshake-timeout"}, Takes::value, "S",
              "drop clients stalled in the handshake, TLS's or NBD's, or\n"
-             "in sending the HTTP request (default 30)",
+             "in sending the HTTP request (default 10)",
              [&o](const char* value) {
                auto n = seconds_argument("handshake-timeout", value);
                if (n.count() == 0) throw UsageError("--handshake-timeout must be at least 1 second");

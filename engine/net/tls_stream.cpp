@@ -38,6 +38,15 @@ BIO_METHOD* stream_bio_method(int (*write)(BIO*, const char*, std::size_t, std::
   return method;
 }
 
+// Why a peer may end a handshake without saying why: what it may have refused is what
+// we offered, a certificate or a pre-shared key.
+std::string refusal_guess(const TlsOptions& ours) {
+  if (!ours.psk_file.empty() && ours.certificate.empty())
+    return "may not know our pre-shared key, identity or key (--tls-psk-file), or does not speak TLS";
+  if (!ours.psk_file.empty()) return "may have refused our certificate or pre-shared key, or does not speak TLS";
+  return "may have refused our certificate or does not speak TLS";
+}
+
 bool is_ip_address(const std::string& host) {
   unsigned char buf[16];
   return ::inet_pton(AF_INET, host.c_str(), buf) == 1 || ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
@@ -181,12 +190,12 @@ awaitable<Status> TlsStream::run_handshake(const std::string& hostname) {
     int error = SSL_get_error(ssl_, ret);
     if (error == SSL_ERROR_WANT_READ) {
       if (Status s = co_await receive_ciphertext(); !s)
-        co_return fail(s.error().code, "TLS handshake with " + peer_ + " failed: " + s.error().message +
-                                           " (the peer may have refused our certificate or does not speak TLS)");
+        co_return fail(s.error().code, "TLS handshake with " + peer_ + " failed: " + s.error().message + " (the peer " +
+                                           refusal_guess(context_->options()) + ")");
       if (peer_closed_ && in_begin_ == in_end_)
-        co_return fail(std::errc::connection_reset,
-                       "TLS handshake with " + peer_ + " failed: the peer closed the connection" +
-                           " (it may have refused our certificate or does not speak TLS)");
+        co_return fail(std::errc::connection_reset, "TLS handshake with " + peer_ +
+                                                        " failed: the peer closed the connection (it " +
+                                                        refusal_guess(context_->options()) + ")");
       continue;
     }
     co_return tl::unexpected(tls_error("TLS handshake with " + peer_, ret));
@@ -217,13 +226,28 @@ Error TlsStream::tls_error(const std::string& what, int ret) {
                                reason == SSL_R_TLSV1_ALERT_PROTOCOL_VERSION ||
                                reason == SSL_R_UNSUPPORTED_PROTOCOL || reason == SSL_R_NO_PROTOCOLS_AVAILABLE);
   const bool alert_received = reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE;
+  // With pre-shared keys alone, how each end says the keys did not match: a server
+  // finds the binder wrong (same identity, another key) or, for an identity it does
+  // not know, falls back to a certificate it has not got; the client gets an alert.
+  const TlsOptions& ours = context_->options();
+  const bool psk_only = !ours.psk_file.empty() && ours.certificate.empty();
+  const bool psk_refused = psk_only && !SSL_is_init_finished(ssl_) && ERR_GET_LIB(ERR_peek_error()) == ERR_LIB_SSL &&
+                           (reason == SSL_R_BINDER_DOES_NOT_VERIFY || reason == SSL_R_NO_SUITABLE_SIGNATURE_ALGORITHM ||
+                            reason == SSL_R_NO_SHARED_CIPHER || reason == SSL_R_SSLV3_ALERT_ILLEGAL_PARAMETER ||
+                            reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR || reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE);
   std::string detail = openssl_errors();
   if (!detail.empty()) message += ": " + detail;
   else message += " (SSL error " + std::to_string(SSL_get_error(ssl_, ret)) + ")";
-  if (not_tls)
+  if (psk_refused)
+    message += context_->role() == TlsRole::client
+                   ? " (the server did not take our pre-shared key: its identity or key differs from the server's "
+                     "(--tls-psk-file))"
+                   : " (the client's pre-shared key is not ours: its identity is not in --tls-psk-file, or its key "
+                     "differs)";
+  else if (not_tls)
     message += context_->role() == TlsRole::client
                    ? " (the peer does not speak TLS here: a plaintext listener?)"
-                   : " (the client does not speak TLS: it must send to tls:// or https://)";
+                   : std::string(client_not_tls);
   else if (nothing_shared)
     // A handshake_failure alert is also how a TLS 1.2 server refuses a client without
     // the certificate it requires, so that case is named as a possibility.

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include <openssl/ssl.h>
@@ -31,6 +32,10 @@ class TlsStream final : public Stream {
                                                                  Socket socket, StreamOptions options,
                                                                  std::string hostname = {});
   ~TlsStream() override;
+
+  // How a server's handshake failure ends when the client sent something other than
+  // TLS; the listener adds what the client should do instead.
+  static constexpr std::string_view client_not_tls = " (the client does not speak TLS)";
 
   awaitable<Status> read_exactly(std::span<std::byte> into) override;
   awaitable<Result<std::size_t>> read_some(std::span<std::byte> into) override;

@@ -40,6 +40,12 @@ Status ReadReplyAssembler::check_chunk(const ChunkHeader& header) {
                    to_string(header.type) + " chunk");
 }
 
+Status ReadReplyAssembler::check_simple_reply(bool carries_error) const {
+  if (carries_error) return {};
+  return violation("NBD server answered the " + request_text() +
+                   " with a simple reply carrying data, but structured replies were negotiated");
+}
+
 Status ReadReplyAssembler::add_data(const ContentRange& range) {
   return add_content(ReplyType::offset_data, range);
 }

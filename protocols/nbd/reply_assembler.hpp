@@ -32,6 +32,12 @@ class ReadReplyAssembler {
   // has not already finished.
   Status check_chunk(const ChunkHeader& header);
 
+  // A simple reply to the READ: with structured replies negotiated the spec demands a
+  // structured one, and data after a simple header could not be checked against the
+  // request. One carrying an error (and so no data) is taken: it ends the read with
+  // that error and leaves the stream in step.
+  Status check_simple_reply(bool carries_error) const;
+
   // A content chunk, before its data is read or its range zeroed.
   Status add_data(const ContentRange& range);
   Status add_hole(const ContentRange& range);

@@ -109,22 +109,12 @@ fi
 
 # A bad magic or a request cut short closes that connection only. The server frees a
 # closed connection's slot (--max-connections 3) only once it has noticed the close,
-# which a slow (sanitizer) build may not have done when the next one arrives: a
-# connection refused at the greeting for that reason is tried again.
+# which a slow (sanitizer) build may not have done when the next one arrives: a GO
+# refused for that reason is tried again (rawnbd.connect_go).
 python3 - "$SOCK" "$U" <<'PY' || die "bad magic / truncated request"
 import sys, time, nbd, rawnbd
 def connect_go(path):
-    deadline = time.monotonic() + 10
-    while True:
-        s = rawnbd.connect(path)
-        try:
-            rawnbd.go(s, "disk")
-            return s
-        except EOFError:
-            s.close()
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    return rawnbd.connect_go(path, "disk")
 other = nbd.NBD()
 other.connect_uri(sys.argv[2])
 other.pwrite(b"k" * 4096, 0)
@@ -157,22 +147,29 @@ assert 1.5 < took < 6, "dropped after %.1f s, expected about 2" % took
 print("ok: a silent client was dropped after %.1f s" % took)
 PY
 
-# --max-connections 3: a fourth connection is refused, and the slots come back.
+# --max-connections 3: a fourth client is refused at its GO, with ERR_POLICY naming
+# the limit, and may try again once a slot comes back.
 python3 - "$SOCK" <<'PY' || die "max connections"
 import sys, time, socket, rawnbd
 held = [rawnbd.connect_go(sys.argv[1], "disk") for i in range(3)]
-extra = rawnbd.connect(sys.argv[1])
-extra.settimeout(5)
+extra = rawnbd.connect_greeted(sys.argv[1])
 try:
-    got = extra.recv(18)
-except ConnectionResetError:
-    got = b""
-assert got == b"", "a connection beyond --max-connections got a greeting"
+    rawnbd.choose(extra, "disk")
+    raise AssertionError("a fourth client beyond --max-connections 3 was served")
+except rawnbd.Refused as e:
+    assert "(--max-connections)" in str(e), "the refusal does not name the limit: %s" % e
 held.pop().close()
-again = rawnbd.connect_go(sys.argv[1], "disk")
-rawnbd.request(again, 0, 0, 512, cookie=5)
-assert rawnbd.simple_reply(again) == (0, 5)
-print("ok: the fourth connection was refused; a freed slot is usable again")
+for attempt in range(100):  # the same connection asks again until the slot is back
+    try:
+        rawnbd.choose(extra, "disk")
+        break
+    except rawnbd.Refused:
+        time.sleep(0.1)
+else:
+    raise AssertionError("a freed slot was not given to the waiting client")
+rawnbd.request(extra, 0, 0, 512, cookie=5)
+assert rawnbd.simple_reply(extra) == (0, 5)
+print("ok: the fourth client's GO was refused; asked again once a slot was free, it was served")
 PY
 # A client's export name is its own bytes: in the server's log a newline or an escape
 # sequence in it is written as \xNN, so it cannot forge a log line or drive a terminal.

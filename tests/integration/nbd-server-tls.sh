@@ -53,6 +53,23 @@ rawnbd.option(s, 1, b"disk")  # EXPORT_NAME cannot be refused: the server must h
 assert rawnbd.closed(s), "EXPORT_NAME before STARTTLS did not close the connection"
 print("ok: LIST, STRUCTURED_REPLY, GO and unknown options get TLS_REQD; EXPORT_NAME closes")
 PY
+# STARTTLS, then something that is not TLS: the log names that, as NBD's STARTTLS (it
+# used to advise sending to tls:// or https://, which are not NBD).
+python3 - 127.0.0.1 "$PORT" <<'PY' || die "STARTTLS then plaintext"
+import sys, rawnbd
+s = rawnbd.connect_greeted((sys.argv[1], int(sys.argv[2])))
+rawnbd.option(s, 5)  # STARTTLS
+opt, rtype, _ = rawnbd.option_reply(s)
+assert (opt, rtype) == (5, 1), "STARTTLS not acknowledged"
+s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+assert rawnbd.closed(s), "plaintext after STARTTLS did not close the connection"
+PY
+for i in $(seq 50); do grep -q 'after STARTTLS' "$WORK/server.log" && break; sleep 0.1; done
+grep -q "after STARTTLS: TLS handshake with .* failed: .*(the client does not speak TLS)$" "$WORK/server.log" ||
+  die "plaintext after STARTTLS: the log does not say so: $(tail -3 "$WORK/server.log")"
+if grep -q "tls:// or https://" "$WORK/server.log"; then die "an NBD client was told to send to tls:// or https://"; fi
+pass "plaintext after STARTTLS: logged as the client not speaking TLS after STARTTLS"
+
 # A client that does not trust the server's CA fails.
 mkdir -p "$WORK/other-ca"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=someone else" \
@@ -76,6 +93,23 @@ if nbdinfo "nbds+unix://alice@/disk?socket=$SOCK&tls-psk-file=$WORK/wrong.psk" >
   die "a wrong key was accepted"
 fi
 pass "PSK: nbdinfo and nbdcopy both ways over nbds+unix://, wrong key refused"
+# A wrong key, and an identity the server does not know, from Sluice's client: both
+# ends name the pre-shared key, neither blames a certificate (none was used).
+printf 'mallory:%s\n' "$(openssl rand -hex 32)" >"$WORK/stranger.psk"
+chmod 600 "$WORK/wrong.psk" "$WORK/stranger.psk"
+for who in alice:wrong mallory:stranger; do
+  : >"$WORK/server.log"
+  if "$SLUICE" info "nbds+unix://${who%%:*}@/disk?socket=$SOCK&tls-psk-file=$WORK/${who#*:}.psk" \
+    >/dev/null 2>"$WORK/psk-client.err"; then
+    die "PSK ${who#*:}: the client was served"
+  fi
+  for i in $(seq 50); do grep -q 'TLS handshake' "$WORK/server.log" && break; sleep 0.1; done
+  for side in "$WORK/psk-client.err" "$WORK/server.log"; do
+    grep -q "pre-shared key" "$side" || die "PSK ${who#*:}: $(basename "$side") does not name the key: $(cat "$side")"
+    if grep -q "certificate" "$side"; then die "PSK ${who#*:}: $(basename "$side") blames a certificate: $(cat "$side")"; fi
+  done
+done
+pass "PSK: a wrong key and an unknown identity named as such by client and server"
 stop_server
 
 # --tls=require said explicitly: what the credentials alone imply (FORCEDTLS), not

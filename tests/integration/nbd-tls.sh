@@ -80,6 +80,9 @@ same_content "$scratch/random.img" "$scratch/readback.img"
 log "PSK: the wrong key is refused"
 printf 'bob:%s\n' "$(openssl rand -hex 32)" >"$scratch/wrong.psk"
 expect_failure "TLS handshake" copy "$scratch/random.img" "nbds://bob@localhost:$port/?tls-psk-file=$scratch/wrong.psk"
+# The message names the pre-shared key, not a certificate nobody sent.
+[[ $err == *"pre-shared key"* ]] || fail "a wrong PSK: the error does not name the key: $err"
+[[ $err != *certificate* ]] || fail "a wrong PSK blamed a certificate: $err"
 
 log "nbds:// to a server without TLS: refused, never used in plain text"
 nbdkit_tcp plain --filter=log memory 64M logfile="$scratch/plain.log"

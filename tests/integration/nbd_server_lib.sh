@@ -108,14 +108,19 @@ def option_reply(s):
     assert magic == REPLY_MAGIC, "bad option reply magic"
     return opt, rtype, recv_exactly(s, length)
 
+class Refused(Exception):
+    """GO answered with ERR_POLICY: the server is full (the reason is the message)."""
+
 def choose(s, name):
     """NBD_OPT_GO for the export `name`, on a greeted connection."""
     n = name.encode()
     option(s, 7, struct.pack(">I", len(n)) + n + struct.pack(">H", 0))
     while True:
-        _, rtype, _ = option_reply(s)
+        _, rtype, text = option_reply(s)
         if rtype == 1:
             return
+        if rtype == 0x80000002:
+            raise Refused(text.decode())
         assert rtype == 3, "GO failed with reply type 0x%x" % rtype
 
 def go(s, name):
@@ -123,7 +128,7 @@ def go(s, name):
     choose(s, name)
 
 def connect_greeted(address, tries=100):
-    """A connection past the greeting. With --max-connections the server frees a slot a
+    """A connection past the greeting. With --max-handshakes the server frees a slot a
     moment after a client closes (later still under the sanitizers), and refuses a
     connection until then: retry for up to tries x 0.1 s."""
     import time
@@ -139,9 +144,19 @@ def connect_greeted(address, tries=100):
             time.sleep(0.1)
 
 def connect_go(address, name, tries=100):
-    s = connect_greeted(address, tries)
-    choose(s, name)
-    return s
+    """A connection in transmission. A full server refuses GO until a closed client's
+    slot comes back (see connect_greeted): retry for up to tries x 0.1 s."""
+    import time
+    for attempt in range(tries):
+        s = connect_greeted(address, tries)
+        try:
+            choose(s, name)
+            return s
+        except Refused:
+            s.close()
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.1)
 
 def request(s, command, offset, length, cookie=1, flags=0, magic=REQUEST_MAGIC):
     s.sendall(struct.pack(">IHHQQI", magic, flags, command, cookie, offset, length))

@@ -242,6 +242,16 @@ awaitable<Status> unasked_chunk(FakeServer& server) {
   co_return Status{};
 }
 
+// A simple reply with READ data on a connection that negotiated structured replies.
+awaitable<Status> simple_after_structured(FakeServer& server) {
+  auto read = co_await server.request();
+  auto head = simple_reply(read->cookie);
+  co_await server.send(head);
+  auto data = filled(read->length, 2);
+  co_await server.send(data);
+  co_return Status{};
+}
+
 // Runs one READ of 8 KiB at 64 KiB against `script`; returns its result after the
 // connection is closed.
 awaitable<Status> one_read(Script script, FakeServerOptions options, bool structured) {
@@ -286,6 +296,12 @@ TEST_CASE("NBD client: malformed structured replies") {
     Status s = test::run(one_read(&unasked_chunk, simple, false));
     REQUIRE_FALSE(s);
     CHECK(contains(s.error().message, "structured replies were not negotiated"));
+  }
+  SUBCASE("a simple reply carrying READ data after structured replies were negotiated is refused") {
+    Status s = test::run(one_read(&simple_after_structured, {}, true));
+    REQUIRE_FALSE(s);
+    CHECK(s.error().code == std::errc::protocol_error);
+    CHECK(contains(s.error().message, "with a simple reply carrying data, but structured replies were negotiated"));
   }
   SUBCASE("a reply cut short by the server hanging up") {
     Status s = test::run(one_read(&cut_short, {}, true));

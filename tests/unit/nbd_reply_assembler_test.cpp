@@ -240,3 +240,17 @@ TEST_CASE("nothing is accepted after DONE") {
   REQUIRE_FALSE(twice);
   CHECK(contains(twice.error().message, "DONE twice"));
 }
+
+TEST_CASE("a simple reply carrying READ data is refused once structured replies were negotiated") {
+  // The assembler exists only for a READ sent with structured replies on; the spec then
+  // demands a structured reply, and data behind a simple header cannot be checked.
+  ReadReplyAssembler r(4096, 512);
+  Status data = r.check_simple_reply(false);
+  REQUIRE_FALSE(data);
+  CHECK(data.error().code == std::errc::protocol_error);
+  CHECK(data.error().message ==
+        "NBD server answered the READ of 512 bytes at offset 4096 with a simple reply carrying data, but "
+        "structured replies were negotiated");
+  // An error carries no data: the stream stays in step, and the read fails with it.
+  CHECK(r.check_simple_reply(true));
+}

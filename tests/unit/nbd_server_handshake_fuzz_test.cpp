@@ -54,7 +54,8 @@ class SizeOnlyImage final : public Image {
 using Outcome = Result<std::optional<Negotiated>>;
 
 awaitable<void> drive(std::unique_ptr<Stream>& stream, const ServerConfig& config, std::optional<Outcome>& out) {
-  Outcome result = co_await negotiate(stream, config);
+  ServingGate gate;  // always lets in
+  Outcome result = co_await negotiate(stream, config, gate);
   out.emplace(std::move(result));
 }
 

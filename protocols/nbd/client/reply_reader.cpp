@@ -119,6 +119,10 @@ awaitable<Status> Connection::on_simple_reply(std::span<const std::byte> head) {
     co_return tl::unexpected(violation("a simple reply for cookie " + hex_cookie(header->cookie) +
                                        ", which matches no request in flight"));
   in_hand_ = r;
+  if (r->assembler) {
+    if (Status ok = r->assembler->check_simple_reply(header->error != Errno::none); !ok)
+      co_return tl::unexpected(violation(ok.error().message));
+  }
   if (header->error != Errno::none) {
     complete(header->cookie, tl::unexpected(server_error(*r, header->error, {})));
     co_return Status{};

@@ -33,7 +33,7 @@ struct ServerConfig {
   StreamOptions stream;  // for the stream that replaces the plain one after STARTTLS
 
   // A client that has not reached the transmission phase by then is dropped.
-  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(30)};
+  std::chrono::milliseconds handshake_timeout{std::chrono::seconds(10)};
   // After a server shutdown began, how long a busy client gets to take the hint
   // (ESHUTDOWN replies) and disconnect before the server closes the connection.
   std::chrono::milliseconds shutdown_grace{std::chrono::seconds(2)};

@@ -6,7 +6,8 @@
 // sizes), LIST, ABORT, STARTTLS, STRUCTURED_REPLY, LIST_ and SET_META_CONTEXT for
 // base:allocation. Anything else gets ERR_UNSUP. With TLS required, every option but
 // STARTTLS and ABORT gets ERR_TLS_REQD until TLS is up, and EXPORT_NAME (which cannot
-// be refused) closes the connection.
+// be refused) closes the connection. A full server (the gate) refuses GO with
+// ERR_POLICY and closes on EXPORT_NAME.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
+#include "engine/net/serving_gate.hpp"
 #include "engine/net/stream.hpp"
 #include "protocols/nbd/server/exports.hpp"
 
@@ -30,8 +32,10 @@ struct Negotiated {
 };
 
 // Runs the handshake on `stream`, which STARTTLS replaces with a TLS stream. Nothing
-// (and no error) when the client ended the session itself.
+// (and no error) when the client ended the session itself, or chose an export with
+// EXPORT_NAME while `gate` said no (GO gets ERR_POLICY with the gate's reason instead,
+// and the haggling goes on).
 awaitable<Result<std::optional<Negotiated>>> negotiate(std::unique_ptr<Stream>& stream,
-                                                      const ServerConfig& config);
+                                                      const ServerConfig& config, ServingGate& gate);
 
 }  // namespace sluice::nbd

@@ -31,7 +31,7 @@ void NbdServer::stop() {
   }
 }
 
-awaitable<Status> NbdServer::serve(std::unique_ptr<Stream> stream) {
+awaitable<Status> NbdServer::serve(std::unique_ptr<Stream> stream, ServingGate& gate) {
   auto ex = co_await asio::this_coro::executor;
   Connection connection;
   connection.fd = socket_of(*stream);
@@ -58,7 +58,7 @@ awaitable<Status> NbdServer::serve(std::unique_ptr<Stream> stream) {
     state->expired = true;
     if (state->fd >= 0) ::shutdown(state->fd, SHUT_RDWR);
   });
-  auto negotiated = co_await negotiate(stream, config_);
+  auto negotiated = co_await negotiate(stream, config_, gate);
   state->over = true;
   deadline.cancel();
   if (state->expired)

@@ -13,6 +13,7 @@
 
 #include "engine/asio.hpp"
 #include "engine/error.hpp"
+#include "engine/net/serving_gate.hpp"
 #include "engine/net/stream.hpp"
 #include "protocols/nbd/server/exports.hpp"
 
@@ -26,8 +27,9 @@ class NbdServer {
   NbdServer(const NbdServer&) = delete;
   NbdServer& operator=(const NbdServer&) = delete;
 
-  // One connection, from the greeting to the close (a ServerLoop ConnectionHandler).
-  awaitable<Status> serve(std::unique_ptr<Stream> stream);
+  // One connection, from the greeting to the close (a ServerLoop ConnectionHandler):
+  // `gate` is entered when the client chooses an export.
+  awaitable<Status> serve(std::unique_ptr<Stream> stream, ServingGate& gate);
 
   void stop();
 
