@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "skip.hpp"
 #include "temp_dir.hpp"
 
 using sluice::inspect_image_file;
@@ -37,9 +38,9 @@ bool memory_backed(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("a file on tmpfs is memory-backed") {
+TEST_CASE("a file on tmpfs is memory-backed" * doctest::test_suite("environment")) {
   if (filesystem_type("/dev/shm") != "tmpfs") {
-    MESSAGE("no tmpfs at /dev/shm here: nothing to check");
+    sluice::test::skip_test("no tmpfs at /dev/shm here");
     return;
   }
   std::string path = "/dev/shm/sluice-image-file-test." + std::to_string(::getpid());

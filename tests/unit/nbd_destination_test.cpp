@@ -21,6 +21,7 @@
 #include "protocols/nbd/client/nbd_destination.hpp"
 #include "tests/unit/nbd_fake_server.hpp"
 #include "tests/unit/run_loop.hpp"
+#include "tests/unit/skip.hpp"
 
 // See nbd_client_test.cpp: a g++ 12 false positive on inlined coroutine ramps.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -255,7 +256,8 @@ awaitable<void> send_buffer_over_tcp(bool fit) {
     // (4 MiB here), where a fit for a loopback round trip is a few hundred KiB.
     CHECK(static_cast<std::size_t>(size) > (1u << 20));
   } else if (fitted_now == 0) {
-    MESSAGE("loopback round trip too long to fit here: " << tcp_least_round_trip(fd).count() << " us");
+    test::skip_test("loopback round trip of " + std::to_string(tcp_least_round_trip(fd).count()) +
+                    " us: too long to fit here");
   } else {
     // Linux keeps twice what is asked.
     CHECK(size % 2 == 0);
@@ -271,7 +273,11 @@ awaitable<void> send_buffer_over_tcp(bool fit) {
 
 }  // namespace
 
-TEST_CASE("NBD destination over TCP: the send buffer is fitted to the path unless the caller says not") {
+// A host stalled enough to make loopback's round trip long gets no fit, so nothing to check.
+TEST_CASE("NBD destination over TCP: the send buffer is fitted to the path" * doctest::test_suite("environment")) {
   test::run(send_buffer_over_tcp(true));
+}
+
+TEST_CASE("NBD destination over TCP: the kernel sizes the send buffer when the caller says not to fit it") {
   test::run(send_buffer_over_tcp(false));
 }

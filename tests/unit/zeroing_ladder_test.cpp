@@ -13,6 +13,7 @@
 #include "engine/unique_fd.hpp"
 #include "engine/uring/file_ring.hpp"
 #include "run_loop.hpp"
+#include "skip.hpp"
 #include "temp_dir.hpp"
 
 using namespace sluice;
@@ -79,9 +80,9 @@ TEST_CASE("the explicit zeros are whole chunks of zeros, aligned for O_DIRECT") 
 
 // tmpfs has no ZERO_RANGE: a range that must stay allocated is punched and allocated
 // again, which reads as zeros with every block still there.
-TEST_CASE("on tmpfs, zeroing that keeps the allocation refills a punched hole") {
+TEST_CASE("on tmpfs, zeroing that keeps the allocation refills a punched hole" * doctest::test_suite("environment")) {
   if (::access("/dev/shm", W_OK) != 0) {
-    MESSAGE("no writable /dev/shm: skipped");
+    test::skip_test("no writable /dev/shm here");
     return;
   }
   const std::string path = "/dev/shm/sluice-zeroing-ladder-" + std::to_string(::getpid());
