@@ -54,4 +54,11 @@ inline void require_same(const FeedVerdict& whole, const FeedVerdict& pieces) {
   if (whole.done) FUZZ_REQUIRE(whole.taken == pieces.taken);
 }
 
+// A complete head was taken up to and including its blank line (CRLF or bare LF line
+// ends), and not a byte further: what follows is the next protocol's.
+inline void require_head_end(std::string_view bytes, std::size_t taken) {
+  const std::string_view head = bytes.substr(0, taken);
+  FUZZ_REQUIRE(head.ends_with("\n\n") || head.ends_with("\n\r\n"));
+}
+
 }  // namespace sluice::fuzz

@@ -31,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto b = fuzz::feed_in_pieces(split, bytes, [](std::size_t i) { return 1 + i % 13; });
   fuzz::require_same(a, b);
   if (!a.done) return 0;
+  fuzz::require_head_end(bytes, a.taken);
   FUZZ_REQUIRE(same_head(whole.request(), split.request()));
   const HttpRequestHead& head = whole.request();
   FUZZ_REQUIRE(head.path().size() + (head.query().empty() ? 0 : head.query().size() + 1) <= head.target.size());

@@ -19,6 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto b = fuzz::feed_in_pieces(split, bytes, [](std::size_t i) { return 1 + i % 13; });
   fuzz::require_same(a, b);
   if (!a.done) return 0;
+  fuzz::require_head_end(bytes, a.taken);
   const HttpResponseHead& x = whole.response();
   const HttpResponseHead& y = split.response();
   FUZZ_REQUIRE(x.status_line == y.status_line && x.status == y.status && x.reason == y.reason);
