@@ -1,5 +1,5 @@
 // libFuzzer target: URIs (nbd://, nbds+unix://, http(s)://...) read by parse_uri. They
-// come from the command line, and from a peer's redirect-free answers never, but an
+// come from the command line, never from a peer (redirects are not followed), but an
 // orchestrator passes on whatever it was given. A URI accepted for connecting is
 // accepted alike for listening (which only adds port 0).
 #include <cstddef>
