@@ -14,6 +14,8 @@ build_dir=${BUILD_DIR:-$source_root/build}
 packages=(
   # build
   meson ninja-build g++ clang pkg-config
+  # clang's libFuzzer and sanitizer runtimes, for the fuzz build (docs/fuzzing.md)
+  libclang-rt-14-dev
   libasio-dev liburing-dev libssl-dev doctest-dev libexpected-dev
   # real peers for the integration tests and the benchmarks
   nbdkit libnbd-bin python3-libnbd qemu-utils nbd-server openssl
