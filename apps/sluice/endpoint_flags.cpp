@@ -26,6 +26,8 @@ enum Flag {
   flag_threads,
   flag_timeout,
   flag_connect_timeout,
+  flag_source_format,
+  flag_vhd_path,
 };
 
 }  // namespace
@@ -51,7 +53,11 @@ const char* const endpoint_flags_help =
     "                        pending, a stream receiver that stops reading (default: no\n"
     "                        limit once data moves)\n"
     "  --connect-timeout SECONDS   connecting and the handshakes must finish within\n"
-    "                        this (default 30; 0: only --timeout bounds them)\n";
+    "                        this (default 30; 0: only --timeout bounds them)\n"
+    "  --source-format auto|raw|vhd   how a local source file is read (default auto:\n"
+    "                        a VHD when its footer says so)\n"
+    "  --vhd-path DIR        where a differencing VHD's parents are looked for after\n"
+    "                        the child's directory (repeatable)\n";
 
 const std::vector<struct option>& endpoint_flags() {
   static const std::vector<struct option> flags = {
@@ -70,6 +76,8 @@ const std::vector<struct option>& endpoint_flags() {
       {"threads", required_argument, nullptr, flag_threads},
       {"timeout", required_argument, nullptr, flag_timeout},
       {"connect-timeout", required_argument, nullptr, flag_connect_timeout},
+      {"source-format", required_argument, nullptr, flag_source_format},
+      {"vhd-path", required_argument, nullptr, flag_vhd_path},
   };
   return flags;
 }
@@ -107,6 +115,18 @@ bool apply_endpoint_flag(int code, const char* argument, EndpointOptions& option
     case flag_timeout: options.timeout = seconds_argument("timeout", argument); return true;
     case flag_connect_timeout:
       options.connect_timeout = seconds_argument("connect-timeout", argument);
+      return true;
+    case flag_source_format: {
+      std::string f = argument;
+      if (f == "auto") options.source_format = SourceFormat::automatic;
+      else if (f == "raw") options.source_format = SourceFormat::raw;
+      else if (f == "vhd") options.source_format = SourceFormat::vhd;
+      else throw UsageError("--source-format must be auto, raw or vhd");
+      return true;
+    }
+    case flag_vhd_path:
+      if (*argument == '\0') throw UsageError("--vhd-path needs a directory");
+      options.vhd_path.emplace_back(argument);
       return true;
     default: return false;
   }
