@@ -11,7 +11,7 @@
 #include "storage/file_source.hpp"
 #include "storage/image_file.hpp"
 #include "storage/null_destination.hpp"
-#include "storage/vhd/vhd_chain.hpp"
+#include "storage/vhd/vhd_detect.hpp"
 #include "storage/vhd/vhd_source.hpp"
 
 namespace sluice {
@@ -100,13 +100,14 @@ Status check_destination(std::string_view text, const EndpointOptions& options) 
 
 namespace {
 
-Result<bool> is_vhd(const std::string& path, SourceFormat format) {
-  if (format != SourceFormat::automatic) return format == SourceFormat::vhd;
+awaitable<Result<bool>> is_vhd(const std::string& path, SourceFormat format) {
+  if (format != SourceFormat::automatic) co_return format == SourceFormat::vhd;
   auto fd = open_image_file(path, O_RDONLY);
-  if (!fd) return tl::unexpected(fd.error());
+  if (!fd) co_return tl::unexpected(fd.error());
   auto info = inspect_image_file(fd->get(), path);
-  if (!info) return tl::unexpected(info.error());
-  return vhd::looks_like_vhd(fd->get(), info->size);
+  if (!info) co_return tl::unexpected(info.error());
+  const executor ex = co_await asio::this_coro::executor;
+  co_return co_await vhd::looks_like_vhd(FileRing::of(ex), fd->get(), info->size);
 }
 
 }  // namespace
@@ -116,7 +117,7 @@ awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
   if (Status ok = check_source(text, options); !ok) co_return tl::unexpected(ok.error());
   auto ex = co_await asio::this_coro::executor;
   if (std::string path = local_path(text); !path.empty()) {
-    auto vhd = is_vhd(path, options.source_format);
+    auto vhd = co_await is_vhd(path, options.source_format);
     if (!vhd) co_return tl::unexpected(vhd.error());
     if (*vhd) {
       auto source = VhdSource::open(ex, path, vhd::ChainOptions{options.vhd_path});

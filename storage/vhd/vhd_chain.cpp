@@ -184,17 +184,6 @@ bool Member::holds_any(std::uint64_t from, std::uint64_t to) const {
   return false;
 }
 
-bool looks_like_vhd(int fd, std::uint64_t size) {
-  std::byte bytes[footer_size + header_size];
-  if (size >= footer_size && ::pread(fd, bytes, footer_size, static_cast<off_t>(size - footer_size)) ==
-                                 static_cast<ssize_t>(footer_size) &&
-      has_footer_cookie(std::span(bytes, 8)))
-    return true;
-  return size >= footer_size + header_size &&
-         ::pread(fd, bytes, sizeof bytes, 0) == static_cast<ssize_t>(sizeof bytes) &&
-         has_footer_cookie(std::span(bytes, 8)) && std::memcmp(bytes + footer_size, "cxsparse", 8) == 0;
-}
-
 Result<Chain> open_chain(const std::string& path, const ChainOptions& options) {
   Chain chain;
   std::vector<std::pair<dev_t, ino_t>> seen;

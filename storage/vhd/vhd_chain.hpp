@@ -60,9 +60,4 @@ struct ChainOptions {
 // offset of the structure at fault.
 Result<Chain> open_chain(const std::string& path, const ChainOptions& options);
 
-// Whether the file at `fd` (of `size` bytes) looks like a VHD: a footer cookie in its
-// last sector, or a footer and dynamic header cookie at its start (a dynamic VHD that
-// lost its tail, which must be refused rather than copied as raw).
-bool looks_like_vhd(int fd, std::uint64_t size);
-
 }  // namespace sluice::vhd
