@@ -30,7 +30,7 @@ Result<std::optional<LocatedPath>> decode_file_url(std::span<const std::byte> da
   if (rest.starts_with("localhost/")) rest = rest.substr(9);
   std::string path;
   for (std::size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%' && i + 2 < rest.size() + 0 && hex_value(rest[i + 1]) >= 0 && hex_value(rest[i + 2]) >= 0) {
+    if (rest[i] == '%' && i + 2 < rest.size() && hex_value(rest[i + 1]) >= 0 && hex_value(rest[i + 2]) >= 0) {
       path += static_cast<char>(hex_value(rest[i + 1]) * 16 + hex_value(rest[i + 2]));
       i += 2;
     } else {

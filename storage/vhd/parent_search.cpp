@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "engine/unique_fd.hpp"
 #include "storage/vhd/parent_locator.hpp"
