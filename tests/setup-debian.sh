@@ -19,6 +19,8 @@ packages=(
   libasio-dev liburing-dev libssl-dev doctest-dev libexpected-dev
   # real peers for the integration tests and the benchmarks
   nbdkit libnbd-bin python3-libnbd qemu-utils nbd-server openssl
+  # independent VHD readers (libvhdi) for the VHD tests
+  python3-libvhdi libvhdi-utils
   # what the test scripts themselves run: strace (io_uring check), losetup/mount
   # (block devices, a full filesystem), setpriv/runuser (an unprivileged user),
   # Debian's python3 (JSON and extent checks), iproute2/iperf3 (network tests),

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "engine/cancellation.hpp"
 #include "engine/net/opening_limit.hpp"
@@ -13,8 +14,15 @@
 
 namespace sluice {
 
+// How a local source file is read: as the VHD its footer says it is (auto), or
+// forced either way, as `qemu-img -f` forces it.
+enum class SourceFormat { automatic, raw, vhd };
+
 struct EndpointOptions {
   FileOptions file;
+  SourceFormat source_format = SourceFormat::automatic;
+  // Directories where a differencing VHD's parents are looked for, after the child's own.
+  std::vector<std::string> vhd_path;
 
   // Network endpoints.
   std::string protocol;  // tcp:// tls:// unix://: "chunked" (default), "raw" or "nbd"

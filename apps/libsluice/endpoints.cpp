@@ -1,13 +1,18 @@
 #include "apps/libsluice/endpoints.hpp"
 
+#include <fcntl.h>
+
 #include <cctype>
 
 #include "apps/libsluice/nbd_endpoints.hpp"
 #include "apps/libsluice/stream_endpoints.hpp"
 #include "engine/uri.hpp"
 #include "storage/file_destination.hpp"
+#include "storage/file_facts.hpp"
 #include "storage/file_source.hpp"
 #include "storage/null_destination.hpp"
+#include "storage/vhd/vhd_detect.hpp"
+#include "storage/vhd/vhd_source.hpp"
 
 namespace sluice {
 
@@ -59,6 +64,9 @@ bool uses_tls(std::string_view text) {
 
 Status check_source(std::string_view text, const EndpointOptions& options) {
   if (!local_path(text).empty()) return {};
+  if (options.source_format == SourceFormat::vhd)
+    return fail(std::errc::invalid_argument,
+                "'" + std::string(text) + "': --source-format vhd reads local files and block devices only");
   auto uri = parse_uri(text);
   if (!uri) return tl::unexpected(uri.error());
   if (uri->scheme == "file") return another_machine(text);
@@ -90,11 +98,32 @@ Status check_destination(std::string_view text, const EndpointOptions& options) 
   return unsupported(text, "destination");
 }
 
+namespace {
+
+awaitable<Result<bool>> is_vhd(const std::string& path, SourceFormat format) {
+  if (format != SourceFormat::automatic) co_return format == SourceFormat::vhd;
+  auto fd = open_image_file(path, O_RDONLY);
+  if (!fd) co_return tl::unexpected(fd.error());
+  auto info = inspect_image_file(fd->get(), path);
+  if (!info) co_return tl::unexpected(info.error());
+  const executor ex = co_await asio::this_coro::executor;
+  co_return co_await vhd::looks_like_vhd(FileRing::of(ex), fd->get(), info->size);
+}
+
+}  // namespace
+
 awaitable<Result<std::unique_ptr<Source>>> open_source(std::string_view text,
                                                        const EndpointOptions& options) {
   if (Status ok = check_source(text, options); !ok) co_return tl::unexpected(ok.error());
   auto ex = co_await asio::this_coro::executor;
   if (std::string path = local_path(text); !path.empty()) {
+    auto vhd = co_await is_vhd(path, options.source_format);
+    if (!vhd) co_return tl::unexpected(vhd.error());
+    if (*vhd) {
+      auto source = VhdSource::open(ex, path, vhd::ChainOptions{options.vhd_path});
+      if (!source) co_return tl::unexpected(source.error());
+      co_return std::unique_ptr<Source>(std::move(*source));
+    }
     auto source = FileSource::open(ex, path, options.file);
     if (!source) co_return tl::unexpected(source.error());
     co_return std::unique_ptr<Source>(std::move(*source));

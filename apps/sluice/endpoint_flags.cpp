@@ -52,6 +52,23 @@ std::vector<OptionSpec> endpoint_flags(EndpointOptions& options) {
        "connecting and the handshakes must finish within\n"
        "this (default 30; 0: only --timeout bounds them)",
        [&options](const char* value) { options.connect_timeout = seconds_argument("connect-timeout", value); }},
+      {{"source-format"}, Takes::value, "auto|raw|vhd",
+       "how a local source file is read (default auto:\n"
+       "a VHD when its footer says so)",
+       [&options](const char* value) {
+         const std::string f = value;
+         if (f == "auto") options.source_format = SourceFormat::automatic;
+         else if (f == "raw") options.source_format = SourceFormat::raw;
+         else if (f == "vhd") options.source_format = SourceFormat::vhd;
+         else throw UsageError("--source-format must be auto, raw or vhd");
+       }},
+      {{"vhd-path"}, Takes::value, "DIR",
+       "where a differencing VHD's parents are looked for after\n"
+       "the child's directory (repeatable)",
+       [&options](const char* value) {
+         if (*value == '\0') throw UsageError("--vhd-path needs a directory");
+         options.vhd_path.emplace_back(value);
+       }},
   };
   for (OptionSpec& flag : rest) flags.push_back(std::move(flag));
   return flags;

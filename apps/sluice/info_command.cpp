@@ -11,10 +11,23 @@
 #include "apps/sluice/json_writer.hpp"
 #include "apps/sluice/usage_error.hpp"
 #include "engine/printable.hpp"
+#include "storage/vhd/vhd_source.hpp"
 
 namespace sluice::cli {
 
 namespace {
+
+// One file of a VHD chain, as `info` shows it.
+struct VhdFileInfo {
+  std::string path;
+  std::string type;
+  std::string creator;
+  std::string uid;
+  std::uint64_t size = 0;
+  std::uint64_t block_size = 0;  // 0 for a fixed disk
+  std::uint64_t blocks = 0;
+  std::uint64_t allocated_blocks = 0;
+};
 
 struct ImageInfo {
   std::string name;
@@ -22,10 +35,50 @@ struct ImageInfo {
   std::uint64_t size = 0;
   std::uint64_t allocated = 0;
   std::vector<Extent> extents;
+  std::vector<VhdFileInfo> vhd_chain;  // the child first; empty unless a VHD
 };
 
+std::vector<VhdFileInfo> vhd_chain_of(const Source& source) {
+  std::vector<VhdFileInfo> out;
+  const auto* vhd_source = dynamic_cast<const VhdSource*>(&source);
+  if (!vhd_source) return out;
+  for (const vhd::Member& m : vhd_source->chain().members)
+    out.push_back({m.path, vhd::to_string(m.footer.disk_type), m.footer.creator, vhd::to_string(m.footer.uid),
+                   m.size(), m.block_size(), m.bat.size(), m.allocated_blocks});
+  return out;
+}
+
+std::string vhd_chain_json(const std::vector<VhdFileInfo>& chain) {
+  std::string out = "[";
+  for (const VhdFileInfo& f : chain) {
+    if (out.size() > 1) out += ",";
+    JsonObject item;
+    item.add("path", f.path).add("type", f.type).add("creator", f.creator).add("uid", f.uid).add("size", f.size);
+    if (f.block_size) item.add("block_size", f.block_size).add("blocks", f.blocks).add("allocated_blocks", f.allocated_blocks);
+    out += item.str();
+  }
+  return out + "]";
+}
+
+void print_vhd_chain(const std::vector<VhdFileInfo>& chain) {
+  const VhdFileInfo& top = chain.front();
+  std::printf("vhd type:  %s\ncreator:   '%s'\n", top.type.c_str(), printable(top.creator).c_str());
+  if (top.block_size)
+    std::printf("block size: %llu\nallocated blocks: %llu of %llu\n", static_cast<unsigned long long>(top.block_size),
+                static_cast<unsigned long long>(top.allocated_blocks), static_cast<unsigned long long>(top.blocks));
+  std::printf("chain:     %zu file%s\n", chain.size(), chain.size() == 1 ? "" : "s");
+  for (const VhdFileInfo& f : chain) {
+    std::printf("  %s  %s  creator '%s'  uid %s  size %llu", printable(f.path).c_str(), f.type.c_str(),
+                printable(f.creator).c_str(), f.uid.c_str(), static_cast<unsigned long long>(f.size));
+    if (f.block_size)
+      std::printf("  block size %llu  allocated blocks %llu of %llu", static_cast<unsigned long long>(f.block_size),
+                  static_cast<unsigned long long>(f.allocated_blocks), static_cast<unsigned long long>(f.blocks));
+    std::printf("\n");
+  }
+}
+
 awaitable<Result<ImageInfo>> map_source(Source& source) {
-  ImageInfo info{source.describe(), source.format(), source.size(), 0, {}};
+  ImageInfo info{source.describe(), source.format(), source.size(), 0, {}, vhd_chain_of(source)};
   std::uint64_t offset = 0;
   while (offset < info.size) {
     auto extents = co_await source.extents(offset, info.size - offset);
@@ -99,8 +152,16 @@ int info_command(int argc, char** argv) {
     out.add("source", info.name)
         .add("format", info.format)
         .add("size", info.size)
-        .add("allocated", info.allocated)
-        .add_raw("extents", extents);
+        .add("allocated", info.allocated);
+    if (!info.vhd_chain.empty()) {
+      const VhdFileInfo& top = info.vhd_chain.front();
+      JsonObject vhd;
+      vhd.add("type", top.type).add("creator", top.creator);
+      if (top.block_size) vhd.add("block_size", top.block_size).add("blocks", top.blocks).add("allocated_blocks", top.allocated_blocks);
+      vhd.add_raw("chain", vhd_chain_json(info.vhd_chain));
+      out.add_raw("vhd", vhd.str());
+    }
+    out.add_raw("extents", extents);
     std::printf("%s\n", out.str().c_str());
     return exit_ok;
   }
@@ -108,6 +169,7 @@ int info_command(int argc, char** argv) {
               printable(info.name).c_str(), info.format.c_str(), static_cast<unsigned long long>(info.size),
               format_size(info.size).c_str(), static_cast<unsigned long long>(info.allocated),
               format_size(info.allocated).c_str(), info.extents.size());
+  if (!info.vhd_chain.empty()) print_vhd_chain(info.vhd_chain);
   std::printf("%20s %20s  %s\n", "offset", "length", "type");
   for (const Extent& e : info.extents)
     std::printf("%20llu %20llu  %s\n", static_cast<unsigned long long>(e.offset),
