@@ -24,8 +24,9 @@ packages=(
   # what the test scripts themselves run: strace (io_uring check), losetup/mount
   # (block devices, a full filesystem), setpriv/runuser (an unprivileged user),
   # Debian's python3 (JSON and extent checks), iproute2/iperf3 (network tests),
-  # gnuplot and /usr/bin/time (benchmarks)
-  strace util-linux mount python3 coreutils diffutils iproute2 iperf3 gnuplot-nox time
+  # gnuplot and /usr/bin/time (benchmarks), curl (a plain HTTP import client), binutils
+  # (nm, readelf: the C library's export list)
+  strace util-linux mount python3 coreutils diffutils iproute2 iperf3 gnuplot-nox time curl binutils
 )
 
 missing=()

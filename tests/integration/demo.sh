@@ -47,6 +47,6 @@ else
 fi
 
 expect_fail 2 "--size" "$SLUICE" demo --size 1M
-expect_fail 2 "unknown demo option" "$SLUICE" demo --bogus
+expect_fail 2 "unknown or incomplete option '--bogus'" "$SLUICE" demo --bogus
 
 log "ok"

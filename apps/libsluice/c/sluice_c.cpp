@@ -134,6 +134,9 @@ int run_transfer(sluice_transfer* t) {
   copy.allocated = o.allocated != 0;
   copy.flush = o.no_flush == 0;
   copy.cancellation = &t->cancellation;
+  // As `sluice copy`: a peer given this long to answer gets as long for what is in
+  // flight when the transfer stops.
+  if (o.timeout_seconds != 0) copy.stop_grace = endpoints.timeout;
   if (o.progress != nullptr) {
     sluice_progress_fn fn = o.progress;
     void* user = o.progress_user_data;
