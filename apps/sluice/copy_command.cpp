@@ -46,9 +46,7 @@ OptionTable copy_options(CopyRequest& r) {
              "requests in flight (default 8; more to an NBD server\n"
              "far away: two round trips at 10 Gbit/s, up to 64 MiB)",
              [&copy](const char* value) {
-               auto depth = count_argument("depth", value);
-               if (depth == 0 || depth > 1024) throw UsageError("--depth must be between 1 and 1024");
-               copy.depth = static_cast<std::size_t>(depth);
+               copy.depth = static_cast<std::size_t>(count_between("depth", value, 1, 1024));
              }});
   table.add({{"request-size"}, Takes::value, "SIZE",
              "bytes per request, e.g. 256k, 2M (default 1M; 2M when\n"
@@ -64,9 +62,7 @@ OptionTable copy_options(CopyRequest& r) {
              "of its own, sharing --depth (default: one per CPU, up to\n"
              "4, where both ends allow it: a local file to null:)",
              [&copy](const char* value) {
-               auto lanes = count_argument("lanes", value);
-               if (lanes == 0 || lanes > 64) throw UsageError("--lanes must be between 1 and 64");
-               copy.lanes = static_cast<std::size_t>(lanes);
+               copy.lanes = static_cast<std::size_t>(count_between("lanes", value, 1, 64));
              }});
   table.add({{"sparse"}, Takes::value, "=SIZE",
              "zero-detection granularity in read data; 0 turns it off\n"

@@ -29,18 +29,14 @@ std::vector<OptionSpec> endpoint_flags(EndpointOptions& options) {
        "(default: 2 where it does and the server is under\n"
        "0.5 ms away, else 1)",
        [&options](const char* value) {
-         auto n = count_argument("connections", value);
-         if (n == 0 || n > 64) throw UsageError("--connections must be between 1 and 64");
-         options.connections = static_cast<unsigned>(n);
+         options.connections = static_cast<unsigned>(count_between("connections", value, 1, 64));
        }},
       {{"threads"}, Takes::value, "N",
        "event-loop threads the NBD connections run on, this\n"
        "one included (default: one per connection, up to the\n"
        "number of CPUs)",
        [&options](const char* value) {
-         auto n = count_argument("threads", value);
-         if (n == 0 || n > 64) throw UsageError("--threads must be between 1 and 64");
-         options.threads = static_cast<unsigned>(n);
+         options.threads = static_cast<unsigned>(count_between("threads", value, 1, 64));
        }},
       {{"timeout"}, Takes::value, "SECONDS",
        "fail when a peer stops answering for this long: connecting,\n"

@@ -26,6 +26,14 @@ std::uint64_t count_argument(const char* name, const char* text) {
   return value;
 }
 
+std::uint64_t count_between(const char* name, const char* text, std::uint64_t low, std::uint64_t high) {
+  const std::uint64_t value = count_argument(name, text);
+  if (value < low || value > high)
+    throw UsageError(std::string("--") + name + " must be between " + std::to_string(low) + " and " +
+                     std::to_string(high));
+  return value;
+}
+
 std::chrono::seconds seconds_argument(const char* name, const char* text) {
   const std::uint64_t value = count_argument(name, text);
   if (value > max_seconds_argument)

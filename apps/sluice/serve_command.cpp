@@ -113,33 +113,22 @@ OptionTable serve_options(ServeOptions& serve) {
              "(default 16; chunked and raw into a file: 1, one sender\n"
              "at a time)",
              [&o](const char* value) {
-               auto n = count_argument("max-connections", value);
-               // 0 means "the default" to the library, not to someone who typed it; the
-               // upper bound is the library's (Receiver::check).
-               if (n == 0)
-                 throw UsageError("--max-connections must be between 1 and " +
-                                  std::to_string(ReceiverOptions::max_connections_limit));
-               o.max_connections = static_cast<std::size_t>(n);
+               o.max_connections = static_cast<std::size_t>(
+                   count_between("max-connections", value, 1, ReceiverOptions::max_connections_limit));
              }});
   table.add({{"max-handshakes"}, Takes::value, "N",
              "at most N clients in the handshake (TLS's, NBD's) at once,\n"
              "counted apart from those served; more are refused at once\n"
              "(NBD: with an error naming the limit) (default 64)",
              [&o](const char* value) {
-               auto n = count_argument("max-handshakes", value);
-               if (n == 0)
-                 throw UsageError("--max-handshakes must be between 1 and " +
-                                  std::to_string(ReceiverOptions::max_connections_limit));
-               o.max_handshakes = static_cast<std::size_t>(n);
+               o.max_handshakes = static_cast<std::size_t>(
+                   count_between("max-handshakes", value, 1, ReceiverOptions::max_connections_limit));
              }});
   table.add({{"threads"}, Takes::value, "N",
              "event-loop threads serving connections, each connection\n"
              "on one of them (default: one per CPU, at most 8)",
              [&o](const char* value) {
-               auto n = count_argument("threads", value);
-               if (n == 0)
-                 throw UsageError("--threads must be between 1 and " + std::to_string(ReceiverOptions::max_threads));
-               o.threads = static_cast<std::size_t>(n);
+               o.threads = static_cast<std::size_t>(count_between("threads", value, 1, ReceiverOptions::max_threads));
              }});
   table.add({{"handshake-timeout"}, Takes::value, "S",
              "drop clients stalled in the handshake, TLS's or NBD's, or\n"
