@@ -42,7 +42,9 @@ struct FallocateSupport {
 struct ZeroingPlan {
   std::array<ZeroingRung, 3> rungs{};
   std::size_t count = 0;
-  std::span<const ZeroingRung> steps() const { return {rungs.data(), count}; }
+  // A view into the plan: not of a temporary one, which would be gone by the loop body.
+  std::span<const ZeroingRung> steps() const& { return {rungs.data(), count}; }
+  std::span<const ZeroingRung> steps() const&& = delete;
 };
 ZeroingPlan plan_zeroing(FileKind kind, ZeroingNeeds needs, FallocateSupport support);
 

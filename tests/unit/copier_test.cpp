@@ -284,6 +284,8 @@ class StuckFlushSink final : public CheckingSink {
 }  // namespace
 
 TEST_CASE("a flush still running when the copy is cancelled is cut off after the grace period") {
+  // Declared first, so it outlives the sink's timer.
+  asio::io_context context(1);
   MemorySource source(test::patterned(image_size, sample_map), sample_map);
   StuckFlushSink sink(image_size);
   Cancellation cancel;
@@ -292,7 +294,7 @@ TEST_CASE("a flush still running when the copy is cancelled is cut off after the
   options.cancellation = &cancel;
   options.stop_grace = std::chrono::milliseconds(20);
   const auto started = std::chrono::steady_clock::now();
-  auto stats = test::run(copy(source, sink, options));
+  auto stats = test::run(context, copy(source, sink, options));
   REQUIRE_FALSE(stats);
   CHECK(stats.error().message == "the transfer was cancelled");
   CHECK(sink.aborted);

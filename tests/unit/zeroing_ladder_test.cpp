@@ -28,7 +28,8 @@ constexpr int write_zeros_step = -1;  // stands for the last rung, which is no f
 // Every fallocate mode the plan would try, in order, then the explicit zeros if any.
 std::vector<int> ladder_modes(FileKind kind, ZeroingNeeds needs, FallocateSupport support = {}) {
   std::vector<int> modes;
-  for (ZeroingRung rung : plan_zeroing(kind, needs, support).steps()) {
+  const ZeroingPlan plan = plan_zeroing(kind, needs, support);  // steps() views into it
+  for (ZeroingRung rung : plan.steps()) {
     if (rung == ZeroingRung::write_zeros) modes.push_back(write_zeros_step);
     for (int mode : fallocate_modes(rung)) modes.push_back(mode);
   }
