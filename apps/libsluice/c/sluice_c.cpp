@@ -274,9 +274,11 @@ int sluice_receiver_listen(sluice_receiver* r) {
 
 const char* sluice_receiver_address(const sluice_receiver* r) { return r->receiver->address().c_str(); }
 
-int sluice_receiver_run(sluice_receiver* r) {
-  if (r->ran) return EALREADY;
-  r->ran = true;
+namespace {
+
+// Marked as run by the caller of run or start, on its own thread, so a second call
+// (or a start racing its own thread) is refused rather than serving twice.
+int serve(sluice_receiver* r) {
   std::optional<Status> result;
   asio::co_spawn(r->context, r->receiver->run(), [&](std::exception_ptr e, Status status) {
     result = e ? fail(std::errc::io_error, "internal error in the receiver") : std::move(status);
@@ -290,10 +292,19 @@ int sluice_receiver_run(sluice_receiver* r) {
   return r->result;
 }
 
+}  // namespace
+
+int sluice_receiver_run(sluice_receiver* r) {
+  if (r->ran) return EALREADY;
+  r->ran = true;
+  return serve(r);
+}
+
 int sluice_receiver_start(sluice_receiver* r) {
   if (r->ran) return EALREADY;
+  r->ran = true;
   try {
-    r->thread = std::thread([r] { sluice_receiver_run(r); });
+    r->thread = std::thread([r] { serve(r); });
   } catch (const std::system_error& e) {
     return e.code().value() != 0 ? e.code().value() : EAGAIN;
   }
